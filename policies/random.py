@@ -1,0 +1,15 @@
+"""random: a uniformly random legal cell, a baseline every policy should beat.
+
+One draw from the game's policy stream per turn (even with one legal cell),
+so its choices depend only on (seed, game) and the deck.
+"""
+
+from numba import njit
+
+from sim.kernels import next_below, nth_cell, popcount
+
+
+
+@njit(cache=True)
+def choose(state, rules, card, legal, rng):
+    return nth_cell(legal, next_below(rng, popcount(legal)))

@@ -1,0 +1,406 @@
+"""Compiled core of the engine: the board as an int64 array, bit masks of cells.
+
+Everything here is a numba kernel or a module constant that kernels read.
+The Python API (`sim.engine`, `sim.game`) wraps these; nothing else should
+need to know the layout below.
+
+Cells are RULES.md's canonical index, ``cell = row * 7 + col`` on a 7x7
+board, and a set of cells is an int64 bit mask with bit ``cell`` set.
+
+The visible state of a game is one int64 array of ``STATE_SIZE`` entries:
+
+==============  ==========================================================
+offset          meaning
+==============  ==========================================================
+``TOP + cell``  rank of the pile's top card, 0 for an empty cell
+``HEIGHT + c``  cards in the pile on cell ``c``
+``STOCK + r``   cards of rank ``r`` (1..10) still in the stock
+``OCCUPIED``    mask of cells holding a pile
+``FACE_DOWN``   mask of piles whose top card is face down
+``FULL``        mask of piles holding ``max_pile`` cards
+``PILES``       number of piles
+``FACE_DOWN_COUNT``  number of face-down top cards
+``MIN_ROW`` ..  bounding box of the occupied cells
+``TURN``        cards placed so far
+``STOCK_LEFT``  cards still in the stock (the drawn card excluded)
+``ROW_UPS + r`` face-up top ranks of row r, packed as counts: 4 bits per
+                rank, at bit ``4 * rank`` (derived, kept for fast checks)
+``COL_UPS + c`` the same for column c
+==============  ==========================================================
+
+The stock's order is never in the state: a policy sees only what a player
+sees (RULES.md allows counting cards, not peeking).
+"""
+
+import numpy as np
+from numba import njit
+from numba.core import types
+from numba.core.extending import intrinsic
+from numba.cpython.unsafe.numbers import trailing_zeros
+from llvmlite import ir
+
+# --- Board geometry -------------------------------------------------------
+SIDE = 7
+CELLS = SIDE * SIDE
+CENTRE = 24
+DECK_SIZE = 40
+RANKS = 10
+COPIES = 4
+
+# --- State layout ---------------------------------------------------------
+TOP = 0
+HEIGHT = TOP + CELLS
+STOCK = HEIGHT + CELLS  # STOCK + rank, rank 1..10 (STOCK + 0 unused)
+OCCUPIED = STOCK + RANKS + 1
+FACE_DOWN = OCCUPIED + 1
+FULL = FACE_DOWN + 1
+PILES = FULL + 1
+FACE_DOWN_COUNT = PILES + 1
+MIN_ROW = FACE_DOWN_COUNT + 1
+MAX_ROW = MIN_ROW + 1
+MIN_COL = MAX_ROW + 1
+MAX_COL = MIN_COL + 1
+TURN = MAX_COL + 1
+STOCK_LEFT = TURN + 1
+ROW_UPS = STOCK_LEFT + 1
+COL_UPS = ROW_UPS + 7
+STATE_SIZE = COL_UPS + 7
+
+# --- Rules layout (int64 array built by sim.Rules.as_array) ---------------
+RULE_KING = 0
+RULE_MAX_PILE = 1
+RULE_MAX_FACE_DOWN = 2
+RULE_GRID = 3
+RULES_SIZE = 4
+
+# --- How a game ended -----------------------------------------------------
+END_WIN = 0
+END_TOO_MANY_FACE_DOWN = 1
+END_STOCK_EMPTY = 2
+END_NO_MOVE = 3
+END_ILLEGAL_MOVE = 4  # a policy returned a cell that is not legal
+
+# --- Checks that fired on a placement (bit flags) ---------------------------
+FIRED_ROW = 1
+FIRED_COL = 2
+
+
+def _masks():
+    rows = np.zeros(SIDE, np.int64)
+    cols = np.zeros(SIDE, np.int64)
+    for cell in range(CELLS):
+        rows[cell // SIDE] |= np.int64(1) << cell
+        cols[cell % SIDE] |= np.int64(1) << cell
+    # BAND_ROWS[lo * SIDE + hi]: cells in rows lo..hi (empty when lo > hi).
+    band_rows = np.zeros(SIDE * SIDE, np.int64)
+    band_cols = np.zeros(SIDE * SIDE, np.int64)
+    for lo in range(SIDE):
+        for hi in range(lo, SIDE):
+            for k in range(lo, hi + 1):
+                band_rows[lo * SIDE + hi] |= rows[k]
+                band_cols[lo * SIDE + hi] |= cols[k]
+    return rows, cols, band_rows, band_cols
+
+
+ROW_MASK, COL_MASK, BAND_ROWS, BAND_COLS = _masks()
+BOARD = (np.int64(1) << CELLS) - 1
+NOT_FIRST_COL = BOARD & ~COL_MASK[0]
+NOT_LAST_COL = BOARD & ~COL_MASK[SIDE - 1]
+
+# Packed rank counts (ROW_UPS/COL_UPS): rank r counts in bits 4r..4r+3. A line
+# holds at most 4 piles, so a count never overflows its 4 bits.
+RANK_SHIFT = 4
+NIBBLE = np.int64(0xF)
+
+
+def _rank_masks():
+    at_least = np.zeros(RANKS + 2, np.int64)  # nibbles of ranks >= k
+    at_most = np.zeros(RANKS + 2, np.int64)  # nibbles of ranks <= k
+    for k in range(RANKS + 2):
+        for r in range(1, RANKS + 1):
+            if r >= k:
+                at_least[k] |= NIBBLE << (RANK_SHIFT * r)
+            if r <= k:
+                at_most[k] |= NIBBLE << (RANK_SHIFT * r)
+    return at_least, at_most
+
+
+RANKS_AT_LEAST, RANKS_AT_MOST = _rank_masks()
+ROW_OF = np.arange(CELLS, dtype=np.int64) // SIDE
+COL_OF = np.arange(CELLS, dtype=np.int64) % SIDE
+
+# --- Bit helpers ----------------------------------------------------------
+
+
+@intrinsic
+def popcount(typingctx, src):
+    """Number of set bits (LLVM ctpop)."""
+    if not isinstance(src, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+
+    return src(src), codegen
+
+
+@njit(cache=True, inline="always")
+def lowest_cell(mask):
+    """Canonical index of the lowest set bit of a non-empty mask."""
+    return trailing_zeros(mask)
+
+
+@njit(cache=True, inline="always")
+def nth_cell(mask, n):
+    """The n-th (0-based) cell of a mask in ascending order."""
+    for _ in range(n):
+        mask &= mask - 1
+    return trailing_zeros(mask)
+
+
+# --- Random streams (SplitMix64, counter-based) ----------------------------
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S27 = np.uint64(27)
+_S30 = np.uint64(30)
+_S31 = np.uint64(31)
+STREAM_DEAL = np.uint64(1)
+STREAM_POLICY = np.uint64(2)
+DEAL_ALGORITHM = "splitmix64-fisher-yates-v1"
+
+
+@njit(cache=True, inline="always")
+def mix64(z):
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+@njit(cache=True)
+def stream_start(seed, game, stream_id):
+    """Start of the stream for one (seed, game) pair; streams never share state."""
+    key = mix64(np.uint64(seed) + stream_id * GOLDEN)
+    return mix64(key ^ np.uint64(game))
+
+
+@njit(cache=True, inline="always")
+def next_u64(rng):
+    """Next output of a SplitMix64 stream whose state lives in rng[0]."""
+    rng[0] = rng[0] + GOLDEN
+    return mix64(rng[0])
+
+
+@njit(cache=True, inline="always")
+def next_below(rng, n):
+    """Uniform integer in [0, n); the modulo bias is below 2**-58 for n <= 64."""
+    return np.int64(next_u64(rng) % np.uint64(n))
+
+
+@njit(cache=True)
+def deal_into(seed, game, deck):
+    """Fisher-Yates shuffle of the sorted 40-card deck, keyed by (seed, game)."""
+    for i in range(DECK_SIZE):
+        deck[i] = i // COPIES + 1
+    rng = np.empty(1, np.uint64)
+    rng[0] = stream_start(seed, game, STREAM_DEAL)
+    for i in range(DECK_SIZE - 1, 0, -1):
+        j = next_below(rng, i + 1)
+        t = deck[i]
+        deck[i] = deck[j]
+        deck[j] = t
+
+
+# --- Board kernels ---------------------------------------------------------
+
+
+@njit(cache=True)
+def reset(state):
+    """Empty board, full stock."""
+    state[:] = 0
+    for r in range(1, RANKS + 1):
+        state[STOCK + r] = COPIES
+    state[MIN_ROW] = SIDE
+    state[MAX_ROW] = -1
+    state[MIN_COL] = SIDE
+    state[MAX_COL] = -1
+    state[STOCK_LEFT] = DECK_SIZE
+
+
+@njit(cache=True, inline="always")
+def draw(state, rank):
+    """Take a card of `rank` from the stock (its order is not tracked here)."""
+    state[STOCK + rank] -= 1
+    state[STOCK_LEFT] -= 1
+
+
+@njit(cache=True, inline="always")
+def legal_cells(state, rules):
+    """Mask of cells where the next card may go."""
+    occupied = state[OCCUPIED]
+    if occupied == 0:
+        return np.int64(1) << CENTRE
+    stack = occupied & ~state[FULL]
+    nb = (
+        (occupied << SIDE)
+        | (occupied >> SIDE)
+        | ((occupied & NOT_LAST_COL) << 1)
+        | ((occupied & NOT_FIRST_COL) >> 1)
+    )
+    if rules[RULE_KING]:
+        nb |= (
+            ((occupied & NOT_LAST_COL) << (SIDE + 1))
+            | ((occupied & NOT_FIRST_COL) << (SIDE - 1))
+            | ((occupied & NOT_LAST_COL) >> (SIDE - 1))
+            | ((occupied & NOT_FIRST_COL) >> (SIDE + 1))
+        )
+    nb &= BOARD & ~occupied
+    grid = rules[RULE_GRID]
+    row_lo = max(0, state[MAX_ROW] - grid + 1)
+    row_hi = min(SIDE - 1, state[MIN_ROW] + grid - 1)
+    col_lo = max(0, state[MAX_COL] - grid + 1)
+    col_hi = min(SIDE - 1, state[MIN_COL] + grid - 1)
+    band = BAND_ROWS[row_lo * SIDE + row_hi] & BAND_COLS[col_lo * SIDE + col_hi]
+    return stack | (nb & band)
+
+
+@njit(cache=True, inline="always")
+def line_fires(ups, rank):
+    """Does a check fire, given the packed face-up ranks of the other cards?
+
+    It fires when there are none, or `rank` is above or below all of them.
+    """
+    return (ups & RANKS_AT_LEAST[rank]) == 0 or (ups & RANKS_AT_MOST[rank]) == 0
+
+
+@njit(cache=True, inline="always")
+def placement_flips(state, cell, rank):
+    """(fired flags, mask of cells turned over) if `rank` went on `cell`.
+
+    The others of a line are its occupied cells except `cell` (whose pile the
+    new card covers); only their face-up tops are compared. The row check
+    and the column check look at disjoint cells and never turn the placed
+    card, so evaluating both on the state before the placement equals doing
+    the row check first, then the column check.
+    """
+    bit = np.int64(1) << cell
+    row = cell // SIDE
+    col = cell % SIDE
+    row_ups = state[ROW_UPS + row]
+    col_ups = state[COL_UPS + col]
+    if state[OCCUPIED] & ~state[FACE_DOWN] & bit:
+        own = np.int64(1) << (RANK_SHIFT * state[TOP + cell])
+        row_ups -= own
+        col_ups -= own
+    others = state[OCCUPIED] & ~bit
+    fired = 0
+    turn = np.int64(0)
+    if line_fires(row_ups, rank):
+        fired |= FIRED_ROW
+        turn |= others & ROW_MASK[row]
+    if line_fires(col_ups, rank):
+        fired |= FIRED_COL
+        turn |= others & COL_MASK[col]
+    return fired, turn
+
+
+@njit(cache=True, inline="always")
+def face_down_after(state, cell, rank):
+    """Face-down top cards after placing, without changing the state."""
+    _, turn = placement_flips(state, cell, rank)
+    bit = np.int64(1) << cell
+    return popcount((state[FACE_DOWN] & ~bit) ^ turn)
+
+
+@njit(cache=True, inline="always")
+def _count_up(state, cell, delta):
+    """Add (delta=+1) or remove (-1) the top of `cell` in its lines' packed counts."""
+    v = delta * (np.int64(1) << (RANK_SHIFT * state[TOP + cell]))
+    state[ROW_UPS + cell // SIDE] += v
+    state[COL_UPS + cell % SIDE] += v
+
+
+@njit(cache=True, inline="always")
+def place(state, rules, cell, rank):
+    """Put `rank` face up on `cell` and run the row and column checks.
+
+    Returns the fired flags (FIRED_ROW | FIRED_COL). The cell must be legal.
+    """
+    fired, turn = placement_flips(state, cell, rank)
+    bit = np.int64(1) << cell
+    if state[OCCUPIED] & bit == 0:
+        state[OCCUPIED] |= bit
+        state[PILES] += 1
+        row = cell // SIDE
+        col = cell % SIDE
+        state[MIN_ROW] = min(state[MIN_ROW], row)
+        state[MAX_ROW] = max(state[MAX_ROW], row)
+        state[MIN_COL] = min(state[MIN_COL], col)
+        state[MAX_COL] = max(state[MAX_COL], col)
+    elif state[FACE_DOWN] & bit == 0:
+        _count_up(state, cell, -1)
+    state[TOP + cell] = rank
+    _count_up(state, cell, 1)
+    state[HEIGHT + cell] += 1
+    if state[HEIGHT + cell] >= rules[RULE_MAX_PILE]:
+        state[FULL] |= bit
+    fd = state[FACE_DOWN] & ~bit
+    m = turn
+    while m:
+        t = trailing_zeros(m)
+        m &= m - 1
+        _count_up(state, t, 1 if fd & (np.int64(1) << t) else -1)
+    fd ^= turn
+    state[FACE_DOWN] = fd
+    state[FACE_DOWN_COUNT] = popcount(fd)
+    state[TURN] += 1
+    return fired
+
+
+@njit(cache=True)
+def recount(state, rules):
+    """Rebuild every derived entry from TOP, HEIGHT, OCCUPIED and FACE_DOWN.
+
+    For positions set up by hand (sim.Board.put); the game loop keeps them
+    up to date incrementally.
+    """
+    occupied = state[OCCUPIED]
+    fd = state[FACE_DOWN] & occupied
+    state[FACE_DOWN] = fd
+    state[FACE_DOWN_COUNT] = popcount(fd)
+    state[PILES] = popcount(occupied)
+    state[MIN_ROW] = SIDE
+    state[MAX_ROW] = -1
+    state[MIN_COL] = SIDE
+    state[MAX_COL] = -1
+    state[FULL] = 0
+    for k in range(SIDE):
+        state[ROW_UPS + k] = 0
+        state[COL_UPS + k] = 0
+    m = occupied
+    while m:
+        cell = trailing_zeros(m)
+        m &= m - 1
+        row = cell // SIDE
+        col = cell % SIDE
+        state[MIN_ROW] = min(state[MIN_ROW], row)
+        state[MAX_ROW] = max(state[MAX_ROW], row)
+        state[MIN_COL] = min(state[MIN_COL], col)
+        state[MAX_COL] = max(state[MAX_COL], col)
+        if state[HEIGHT + cell] >= rules[RULE_MAX_PILE]:
+            state[FULL] |= np.int64(1) << cell
+        if not fd & (np.int64(1) << cell):
+            _count_up(state, cell, 1)
+
+
+@njit(cache=True, inline="always")
+def end_of_turn(state, rules):
+    """-1 while the game goes on, else the END_* code (RULES.md's order)."""
+    if state[FACE_DOWN_COUNT] > rules[RULE_MAX_FACE_DOWN]:
+        return END_TOO_MANY_FACE_DOWN
+    grid = rules[RULE_GRID]
+    if state[PILES] == grid * grid and state[FACE_DOWN_COUNT] == 0:
+        return END_WIN
+    if state[STOCK_LEFT] == 0:
+        return END_STOCK_EMPTY
+    return -1
