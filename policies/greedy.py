@@ -19,7 +19,7 @@ from sim.kernels import (
 )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def choose(state, rules, card, legal, rng):
     occupied = state[OCCUPIED]
     face_down = state[FACE_DOWN]

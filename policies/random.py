@@ -10,6 +10,6 @@ from sim.kernels import next_below, nth_cell, popcount
 
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def choose(state, rules, card, legal, rng):
     return nth_cell(legal, next_below(rng, popcount(legal)))

@@ -24,7 +24,7 @@ _GREEDY = policies.BUILTIN["greedy"].id
 _RANDOM = policies.BUILTIN["random"].id
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def choose(policy_id, state, rules, card, legal, rng):
     """Dispatch to a built-in policy by id."""
     if policy_id == _GREEDY:
@@ -34,7 +34,7 @@ def choose(policy_id, state, rules, card, legal, rng):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def play_game(deck, policy_id, rules, rng, state, moves, fired):
     """Play one game from `deck`; fill moves/fired per turn.
 
@@ -59,7 +59,7 @@ def play_game(deck, policy_id, rules, rng, state, moves, fired):
     return K.END_STOCK_EMPTY, K.DECK_SIZE  # unreachable: end_of_turn ends at 40
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _play_into(i, deck, policy_id, rules, seed, game, state, moves, fired, rng,
                end, cards_played, face_down, piles, score, illegal):
     rng[0] = K.stream_start(seed, game, K.STREAM_POLICY)

@@ -177,7 +177,7 @@ def mix64(z):
     return z ^ (z >> _S31)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def stream_start(seed, game, stream_id):
     """Start of the stream for one (seed, game) pair; streams never share state."""
     key = mix64(np.uint64(seed) + stream_id * GOLDEN)
@@ -197,7 +197,7 @@ def next_below(rng, n):
     return np.int64(next_u64(rng) % np.uint64(n))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def deal_into(seed, game, deck):
     """Fisher-Yates shuffle of the sorted 40-card deck, keyed by (seed, game)."""
     for i in range(DECK_SIZE):
@@ -214,7 +214,7 @@ def deal_into(seed, game, deck):
 # --- Board kernels ---------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def reset(state):
     """Empty board, full stock."""
     state[:] = 0
@@ -357,7 +357,7 @@ def place(state, rules, cell, rank):
     return fired
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def recount(state, rules):
     """Rebuild every derived entry from TOP, HEIGHT, OCCUPIED and FACE_DOWN.
 
