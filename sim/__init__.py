@@ -33,7 +33,19 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
+
+
+def __getattr__(name):
+    # The runner pulls in polars; load it only when asked for.
+    if name in ("run", "resume", "RunSummary"):
+        from sim import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module 'sim' has no attribute {name!r}")
+
+
 __all__ = [
+    "run", "resume", "RunSummary",
     "Board", "END_NAMES", "GameColumns", "GameResult", "Placement", "PolicyError", "Rules",
     "deal", "play", "play_decks", "play_range", "warm_up",
 ]

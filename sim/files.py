@@ -1,0 +1,46 @@
+"""Writing files so that a reader never sees half of one."""
+
+import json
+import os
+from pathlib import Path
+
+TMP_MARK = ".tmp-"
+"""Temporary files carry this in their name; a crash may leave them behind."""
+
+
+def temp_path(path: Path) -> Path:
+    return path.with_name(f"{path.name}{TMP_MARK}{os.getpid()}")
+
+
+def write_atomic(path: Path, write) -> None:
+    """Call write(tmp_path), fsync, then rename onto `path` (atomic on POSIX)."""
+    path = Path(path)
+    tmp = temp_path(path)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: Path, data) -> None:
+    def write(tmp):
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=2)
+            f.write("\n")
+
+    write_atomic(path, write)
+
+
+def remove_temp_files(directory: Path) -> int:
+    """Delete leftovers of interrupted writes; returns how many."""
+    count = 0
+    if directory.is_dir():
+        for p in directory.iterdir():
+            if TMP_MARK in p.name:
+                p.unlink(missing_ok=True)
+                count += 1
+    return count

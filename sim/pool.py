@@ -1,0 +1,139 @@
+"""A small process pool that knows which task each worker holds.
+
+multiprocessing.Pool hangs when a worker dies mid-task, and
+concurrent.futures cannot say which task died with it. Here every worker has
+its own pipe, the main process hands out one task at a time, and it waits on
+the pipes and the processes' sentinels together: a dead worker is noticed at
+once and named with its task. Workers are forked, so they inherit the
+compiled kernels and the logging handlers of the main process.
+"""
+
+import logging
+import multiprocessing
+import signal
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+from multiprocessing.connection import wait
+
+log = logging.getLogger("sim.pool")
+
+
+class WorkerDied(RuntimeError):
+    """A worker process ended while it held a task."""
+
+    def __init__(self, key, exitcode):
+        self.key = key
+        self.exitcode = exitcode
+        how = f"killed by signal {-exitcode}" if exitcode is not None and exitcode < 0 else f"exit code {exitcode}"
+        super().__init__(f"a worker process died ({how}) while running chunk {key}")
+
+
+class TaskFailed(RuntimeError):
+    """A task raised in a worker; the message carries the worker's traceback."""
+
+    def __init__(self, key, message):
+        self.key = key
+        self.worker_traceback = message
+        last = message.strip().splitlines()[-1] if message.strip() else "unknown error"
+        super().__init__(f"chunk {key} failed in a worker: {last}")
+
+
+def _worker_main(fn, conn, initializer):
+    # The main process decides what an interrupt means; a worker just stops
+    # when told to, or when the main process terminates it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if initializer is not None:
+        initializer()
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            break
+        if task is None:
+            break
+        key, payload = task
+        try:
+            result = fn(payload)
+        except Exception:
+            message = ("error", key, traceback.format_exc())
+        else:
+            message = ("ok", key, result)
+        try:
+            conn.send(message)
+        except OSError:  # the main process is gone: nobody wants the result
+            break
+    conn.close()
+
+
+def run_tasks(
+    fn: Callable,
+    tasks: Iterable[tuple[object, object]],
+    workers: int,
+    initializer: Callable | None = None,
+) -> Iterator[tuple[object, object]]:
+    """Run fn(payload) for each (key, payload) in worker processes; yield (key, result) as they finish.
+
+    At most one task per worker is in flight, so memory does not grow with
+    the number of tasks. Raises WorkerDied or TaskFailed naming the task; on
+    any exit (including KeyboardInterrupt in the caller) the workers are stopped.
+    """
+    ctx = multiprocessing.get_context("fork")
+    todo = iter(tasks)
+    procs, conns, holding = [], [], {}
+    try:
+        for w in range(workers):
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=_worker_main, args=(fn, child, initializer), name=f"worker-{w + 1}", daemon=True)
+            p.start()
+            child.close()
+            procs.append(p)
+            conns.append(parent)
+
+        def hand_out(w):
+            for key, payload in todo:
+                holding[w] = key
+                try:
+                    conns[w].send((key, payload))
+                except OSError:
+                    procs[w].join(1)
+                    raise WorkerDied(key, procs[w].exitcode) from None
+                log.debug("chunk %s -> worker-%d", key, w + 1)
+                return
+
+        for w in range(workers):
+            hand_out(w)
+        while holding:
+            busy = list(holding)
+            ready = wait([conns[w] for w in busy] + [procs[w].sentinel for w in busy])
+            for w in busy:
+                if conns[w] in ready or conns[w].poll():
+                    try:
+                        status, key, result = conns[w].recv()
+                    except (EOFError, OSError):
+                        procs[w].join(1)
+                        raise WorkerDied(holding[w], procs[w].exitcode) from None
+                    del holding[w]
+                    if status == "error":
+                        raise TaskFailed(key, result)
+                    yield key, result
+                    hand_out(w)
+                elif procs[w].sentinel in ready:
+                    procs[w].join(1)
+                    raise WorkerDied(holding[w], procs[w].exitcode)
+    finally:
+        for w, p in enumerate(procs):
+            if p.is_alive() and w not in holding:
+                try:
+                    conns[w].send(None)
+                except OSError:
+                    pass
+        for w, p in enumerate(procs):
+            if w in holding:
+                p.terminate()
+            p.join(2)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        for c in conns:
+            c.close()

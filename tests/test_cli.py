@@ -1,0 +1,90 @@
+"""The command line through Typer's CliRunner: output, help, exit codes."""
+
+import json
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+import sim
+from sim.cli import app
+
+cli = CliRunner()
+
+
+def invoke(*args):
+    return cli.invoke(app, list(args))
+
+
+def test_every_command_has_help_with_an_example():
+    names = [c.name or c.callback.__name__ for c in app.registered_commands]
+    assert {"deal", "replay", "run", "policies"} <= set(names)
+    for name in names:
+        r = invoke(name, "--help")
+        assert r.exit_code == 0, r.output
+        assert f"Example: sim {name}" in r.output, name
+    top = invoke("--help")
+    assert top.exit_code == 0 and "Example: sim run" in top.output
+
+
+def test_deal_prints_the_deck():
+    r = invoke("deal", "--seed", "3", "--game", "7")
+    assert r.exit_code == 0
+    assert tuple(int(x) for x in r.stdout.split()) == sim.deal(3, 7)
+    r = invoke("deal", "--seed", "3", "--game", "7", "--json")
+    assert tuple(json.loads(r.stdout)) == sim.deal(3, 7)
+
+
+def test_replay_shows_every_turn_and_the_end():
+    result = sim.play(sim.deal(0, 5), "greedy", seed=0, game=5)
+    r = invoke("replay", "--seed", "0", "--game", "5", "--policy", "greedy")
+    assert r.exit_code == 0, r.output
+    turns = [line for line in r.stdout.splitlines() if line.startswith("turn ")]
+    assert len(turns) == result.cards_played
+    for line, cell, card in zip(turns, result.moves, sim.deal(0, 5)):
+        assert f"drew {card:2d} -> cell {cell} " in line
+    assert "check" in turns[0]
+    assert r.stdout.strip().splitlines()[-1].startswith("end: ")
+    assert result.end in r.stdout.splitlines()[-1] or (result.won and "win" in r.stdout.splitlines()[-1])
+
+
+def test_replay_of_a_given_deck_marks_face_down_cards():
+    vector = json.loads(open(__file__.replace("test_cli.py", "data/greedy_games.jsonl")).readline())
+    r = invoke("replay", "--deck", " ".join(map(str, vector["deck"])))
+    assert r.exit_code == 0, r.output
+    assert f"score {vector['score']}" in r.stdout
+    assert "[" in r.stdout  # face-down cards are shown in brackets
+    assert "row check fired" in r.stdout or "row and column checks fired" in r.stdout
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["replay", "--deck", "1 2 3"], "40 cards"),
+    (["replay", "--policy", "nope"], "known policies: greedy, random"),
+    (["replay", "--rule", "grid=9"], "grid"),
+    (["run", "-n", "1.5"], "'1.5'"),
+    (["run", "-n", "ten"], "'ten'"),
+    (["run", "-n", "10", "--rule", "max_pile"], "KEY=VALUE"),
+    (["run", "-n", "10", "--rule", "colour=red"], "valid rules: adjacency, max_pile, max_face_down, grid"),
+    (["run", "-n", "10", "--policy", "best"], "known policies"),
+    (["run"], "-n is required"),
+])
+def test_bad_input_is_a_one_line_usage_error(args, fragment):
+    r = invoke(*args)
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error:"), r.stderr
+    assert fragment in lines[0]
+
+
+def test_run_prints_a_summary(tmp_path):
+    r = invoke("run", "--policy", "greedy", "-n", "2_000", "--seed", "4", "-w", "2", "-q", "--out", str(tmp_path / "r"))
+    assert r.exit_code == 0, r.output
+    assert "games      2,000" in r.stdout and "win rate" in r.stdout and str(tmp_path / "r") in r.stdout
+    again = invoke("run", "-n", "2000", "--out", str(tmp_path / "r"))
+    assert again.exit_code == 2 and "--resume" in again.stderr
+
+
+def test_policies_lists_the_builtins():
+    r = invoke("policies")
+    assert r.exit_code == 0
+    assert [line.split()[0] for line in r.stdout.splitlines()] == ["greedy", "random"]

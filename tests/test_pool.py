@@ -1,0 +1,78 @@
+"""The worker pool: results, a dead worker named with its task, worker logs reaching the main process."""
+
+import logging
+import os
+
+import pytest
+
+from sim.logs import setup_logging
+from sim.pool import TaskFailed, WorkerDied, run_tasks
+
+
+def square(x):
+    return x * x
+
+
+def die_on_three(x):
+    if x == 3:
+        os._exit(7)
+    return x
+
+
+def raise_on_two(x):
+    if x == 2:
+        raise ValueError("bad payload 2")
+    return x
+
+
+def warn(x):
+    logging.getLogger("sim.test").warning("warning from worker pid %d about task %d", os.getpid(), x)
+    return os.getpid()
+
+
+def test_every_task_runs_once():
+    got = dict(run_tasks(square, ((k, k) for k in range(20)), workers=3))
+    assert got == {k: k * k for k in range(20)}
+
+
+def test_a_dead_worker_is_named_with_its_task():
+    with pytest.raises(WorkerDied) as e:
+        list(run_tasks(die_on_three, ((f"chunk-{k}", k) for k in range(6)), workers=2))
+    assert e.value.key == "chunk-3" and e.value.exitcode == 7
+    assert "chunk-3" in str(e.value)
+
+
+def test_an_exception_in_a_worker_is_reported_with_its_task():
+    with pytest.raises(TaskFailed, match="chunk 2 failed in a worker: ValueError: bad payload 2"):
+        list(run_tasks(raise_on_two, ((k, k) for k in range(5)), workers=2))
+
+
+class Collect(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def test_worker_warnings_reach_the_main_process_handler():
+    setup_logging(verbose=0)
+    root = logging.getLogger()
+    mp_handler = root.handlers[0]
+    collect = Collect()
+    mp_handler.sub_handler = collect  # what the main process's handler receives
+    try:
+        pids = dict(run_tasks(warn, ((k, k) for k in range(4)), workers=2)).values()
+        import time
+
+        deadline = time.time() + 5
+        while len(collect.records) < 4 and time.time() < deadline:
+            time.sleep(0.05)
+    finally:
+        root.removeHandler(mp_handler)
+        mp_handler.close()
+    assert len(collect.records) == 4
+    assert {r.process for r in collect.records} == set(pids)
+    assert os.getpid() not in set(pids)
+    assert all(r.levelno == logging.WARNING and "warning from worker" in r.getMessage() for r in collect.records)

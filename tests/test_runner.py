@@ -1,0 +1,262 @@
+"""sim.run / sim.resume: reproducibility, output layout, manifest, deal files, faults."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import sim
+from sim import runner
+
+COLUMNS = ["game", "won", "score", "cards_played", "face_down", "piles", "end"]
+
+
+def games(run_dir) -> pl.DataFrame:
+    return pl.read_parquet(Path(run_dir) / "games" / "*.parquet").sort("game")
+
+
+def test_rows_do_not_depend_on_workers_or_chunk_size(tmp_path):
+    frames = []
+    for workers, chunk in [(1, 700), (2, 700), (3, 700), (1, 333), (2, 333), (3, 333)]:
+        s = sim.run("random", 3000, seed=5, workers=workers, chunk_size=chunk, out=tmp_path / f"w{workers}c{chunk}")
+        assert s.games == 3000 and s.status == "complete"
+        frames.append(games(s.path))
+    for f in frames[1:]:
+        assert f.equals(frames[0])
+    # A different seed gives different rows.
+    other = games(sim.run("random", 3000, seed=6, workers=2, out=tmp_path / "other").path)
+    assert not other.equals(frames[0])
+
+
+def test_rows_match_the_engine_and_schema(tmp_path):
+    s = sim.run("greedy", 1200, seed=3, workers=2, chunk_size=500, out=tmp_path / "run")
+    df = games(s.path)
+    assert df.columns == COLUMNS
+    assert df.schema["game"] == pl.UInt64 and df.schema["score"] == pl.UInt8
+    assert df.schema["won"] == pl.Boolean
+    for c in ("cards_played", "face_down", "piles"):
+        assert df.schema[c] == pl.UInt8
+    assert set(df["end"].cast(pl.String).unique()) <= {"win", "too_many_face_down", "stock_empty", "no_move"}
+    assert df["game"].to_list() == list(range(1200))
+    for g in (0, 1, 599, 1199):
+        r = sim.play(sim.deal(3, g), "greedy", seed=3, game=g)
+        row = df.row(g, named=True)
+        assert (row["won"], row["score"], row["cards_played"], row["face_down"], row["piles"], row["end"]) == (
+            r.won, r.score, r.cards_played, r.face_down, r.piles, r.end)
+    # lost games have a null score, won games score == 40 - cards_played
+    assert df.filter(~pl.col("won"))["score"].null_count() == df.filter(~pl.col("won")).height
+    wins = df.filter(pl.col("won"))
+    assert (wins["score"].cast(pl.Int32) == 40 - wins["cards_played"].cast(pl.Int32)).all()
+    # parts: chunk k holds games [500k, 500k+500)
+    parts = sorted((s.path / "games").glob("part-*.parquet"))
+    assert [p.name for p in parts] == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    assert pl.read_parquet(parts[2])["game"].to_list() == list(range(1000, 1200))
+    assert pl.scan_parquet(str(s.path / "games" / "*.parquet")).select(pl.len()).collect().item() == 1200
+
+
+def test_summary_matches_the_rows(tmp_path):
+    s = sim.run("greedy", 2000, seed=1, workers=2, out=tmp_path / "run")
+    df = games(s.path)
+    assert s.wins == df["won"].sum()
+    assert s.mean_score == pytest.approx(df["score"].mean())
+    assert s.win_rate_low < s.win_rate < s.win_rate_high
+    assert str(s.path) in s.text()
+
+
+def test_manifest_records_the_run(tmp_path):
+    rules = sim.Rules(max_face_down=3)
+    s = sim.run("greedy", 1000, seed=9, rules=rules, workers=2, chunk_size=300, out=tmp_path / "run")
+    m = json.loads((s.path / "manifest.json").read_text())
+    assert m["status"] == "complete"
+    assert (m["seed"], m["n"], m["policy"], m["chunk_size"], m["workers"]) == (9, 1000, "greedy", 300, 2)
+    assert m["rules"] == rules.as_dict()
+    assert m["deal_algorithm"] == sim.kernels.DEAL_ALGORITHM
+    assert m["version"] == sim.__version__
+    assert m["parts"] == {"part-00000.parquet": 300, "part-00001.parquet": 300,
+                          "part-00002.parquet": 300, "part-00003.parquet": 100}
+    for key in ("command", "started", "ended", "games_per_s"):
+        assert m[key]
+
+
+def test_existing_run_is_refused_unless_force(tmp_path):
+    out = tmp_path / "run"
+    sim.run("random", 100, workers=1, out=out)
+    with pytest.raises(runner.UsageError, match="--resume"):
+        sim.run("random", 100, workers=1, out=out)
+    s = sim.run("greedy", 50, workers=1, out=out, force=True)
+    assert games(s.path).height == 50
+
+
+def test_record_deals_stores_each_deck(tmp_path):
+    s = sim.run("greedy", 40, seed=2, workers=2, chunk_size=15, record_deals=True, out=tmp_path / "run")
+    df = games(s.path)
+    assert df.schema["deck"] == pl.List(pl.UInt8)
+    for g in (0, 17, 39):
+        assert tuple(df["deck"][g].to_list()) == sim.deal(2, g)
+
+
+def _write_deals(path, decks):
+    if path.suffix == ".parquet":
+        pl.DataFrame({"deck": [list(d) for d in decks]}).write_parquet(path)
+    else:
+        path.write_text("".join(json.dumps({"deck": list(d)}) + "\n" for d in decks))
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_deal_file_plays_its_decks(tmp_path, suffix):
+    decks = [sim.deal(4, g) for g in range(30)]
+    path = tmp_path / f"decks{suffix}"
+    _write_deals(path, decks)
+    s = sim.run("random", None, seed=4, deals=path, workers=2, chunk_size=7, out=tmp_path / "run")
+    from_file = games(s.path)
+    seeded = games(sim.run("random", 30, seed=4, workers=1, out=tmp_path / "seeded").path)
+    assert from_file.equals(seeded)
+    m = json.loads((s.path / "manifest.json").read_text())
+    assert m["deals"] == str(path.resolve()) and m["deal_algorithm"] == "file"
+
+
+def test_bad_deck_in_file_is_rejected_with_its_row(tmp_path):
+    decks = [list(sim.deal(0, g)) for g in range(5)]
+    decks[3][0], decks[3][1] = 11, decks[3][1]
+    path = tmp_path / "bad.jsonl"
+    _write_deals(path, decks)
+    with pytest.raises(runner.UsageError, match="row 3"):
+        sim.run("greedy", None, deals=path, workers=1, out=tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # nothing ran
+    decks[3] = decks[3][:39]
+    _write_deals(path, decks)
+    with pytest.raises(runner.UsageError, match="row 3.*40 cards"):
+        sim.run("greedy", None, deals=path, workers=1, out=tmp_path / "run")
+
+
+@pytest.mark.parametrize("text,value", [("1e6", 10**6), ("2.5e5", 250_000), ("1_000_000", 10**6), ("1000000", 10**6)])
+def test_parse_count_accepts(text, value):
+    assert runner.parse_count(text) == value
+
+
+@pytest.mark.parametrize("text", ["0", "-5", "1.5", "abc", "1e-3", "inf", "nan", ""])
+def test_parse_count_rejects_quoting_the_value(text):
+    with pytest.raises(runner.UsageError) as e:
+        runner.parse_count(text)
+    assert repr(text) in str(e.value)
+
+
+# --- interruption and resume, through the real command line --------------------------
+
+def _sim(*args, **kw):
+    return subprocess.Popen([sys.executable, "-m", "sim", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **kw)
+
+
+def _children(pid):
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(c) for c in text.split()]
+
+
+def _wait_for_parts(run_dir, at_least, proc, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if len(list((run_dir / "games").glob("part-*.parquet"))) >= at_least:
+            return
+        time.sleep(0.01)
+
+
+def test_sigkill_then_resume_gives_exactly_the_uninterrupted_rows(tmp_path):
+    args = ["run", "--policy", "greedy", "-n", "150000", "--seed", "8", "--chunk-size", "3000", "-w", "2", "-q"]
+    out = tmp_path / "killed"
+    proc = _sim(*args, "--out", str(out))
+    _wait_for_parts(out, 1, proc)
+    time.sleep(random.uniform(0.0, 0.3))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "incomplete"
+    done = len(list((out / "games").glob("part-*.parquet")))
+    assert 0 < done < 50, "the kill should land mid-run"
+    time.sleep(0.5)  # orphaned workers notice the closed pipe and exit
+    resumed = subprocess.run([sys.executable, "-m", "sim", "run", "--resume", str(out), "-q"],
+                             capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+    assert not [p for p in (out / "games").iterdir() if ".tmp-" in p.name]
+    ref = sim.run("greedy", 150000, seed=8, workers=2, chunk_size=25000, out=tmp_path / "ref")
+    got = games(out)
+    assert got.height == 150000 and got["game"].n_unique() == 150000
+    assert got.equals(games(ref.path))
+
+
+def test_sigterm_leaves_a_resumable_run_and_says_how(tmp_path):
+    out = tmp_path / "run"
+    proc = _sim("run", "-n", "150000", "--chunk-size", "3000", "-w", "2", "-q", "--out", str(out))
+    _wait_for_parts(out, 2, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert f"sim run --resume {out}" in err
+    assert "Traceback" not in err
+    assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
+    s = sim.resume(out)
+    assert s.status == "complete" and s.games == 150000
+
+
+def test_dead_worker_names_its_chunk_and_resume_finishes(tmp_path):
+    out = tmp_path / "run"
+    proc = _sim("run", "-n", "150000", "--chunk-size", "3000", "-w", "2", "--out", str(out))
+    _wait_for_parts(out, 1, proc)
+    workers = _children(proc.pid)
+    assert workers, "the run should have worker processes"
+    os.kill(workers[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "worker process died" in err and "chunk" in err and "--resume" in err
+    assert "Traceback" not in err
+    assert not [p for p in (out / "games").iterdir() if ".tmp-" in p.name]
+    s = sim.resume(out, workers=2)
+    assert s.status == "complete"
+    assert games(out).equals(games(sim.run("greedy", 150000, workers=2, out=tmp_path / "ref").path))
+
+
+def test_unwritable_out_is_a_one_line_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = subprocess.run([sys.executable, "-m", "sim", "run", "-n", "10", "--out", str(blocker / "run")],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stderr.strip().startswith("Error:") and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_full_disk_stops_with_a_resumable_run(tmp_path, monkeypatch):
+    import errno
+
+    from sim import files
+
+    calls = {"n": 0}
+    real = files.write_atomic
+
+    def flaky(path, write):
+        if Path(path).name.startswith("part-"):
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, write)
+
+    monkeypatch.setattr(runner, "write_atomic", flaky)
+    out = tmp_path / "run"
+    with pytest.raises(runner.RunError, match="No space left on device.*--resume"):
+        sim.run("greedy", 1000, workers=2, chunk_size=100, out=out)
+    assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
+    monkeypatch.undo()
+    s = sim.resume(out)
+    assert s.games == 1000
+    assert games(out).equals(games(sim.run("greedy", 1000, workers=1, out=tmp_path / "ref").path))
