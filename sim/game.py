@@ -325,15 +325,16 @@ def play_decks(decks, policy: str = "greedy", rules: Rules | None = None, seed: 
     return _finish(cols, games, decks if record_deals else None, policy, seed)
 
 
-def warm_up() -> None:
-    """Compile (or load from numba's cache) every kernel a run uses.
+def warm_up(seeded: bool = True, decks: bool = False, replay: bool = False) -> None:
+    """Compile (or load from numba's cache) the kernels a job needs.
 
     Call it in the main process before starting workers, so workers never
-    compile and never race on the cache files.
+    compile and never race on the cache files. One compiled game loop
+    serves every built-in policy, so one call per entry point is enough.
     """
-    rules = Rules()
-    for name in policies.BUILTIN:
-        play_range(0, 0, 1, name, rules)
-        play_range(0, 0, 1, name, rules, record_deals=True)
-        play_decks(np.array([deal(0, 0)], np.uint8), name, rules)
-        trace(deal(0, 0), name, rules)
+    if seeded:
+        play_range(0, 0, 1)
+    if decks:
+        play_decks(np.array([deal(0, 0)], np.uint8))
+    if replay:
+        trace(deal(0, 0))

@@ -413,7 +413,7 @@ def run(policy: str = "greedy", n: int | str = 1000, seed: int = 0, rules: Rules
                        record_deals=record_deals)
     run_dir = Path(out) if out is not None else default_out(config)
     _prepare_dir(run_dir, force)
-    warm_up()  # compile or load from cache here, once, before any worker exists
+    warm_up(seeded=decks is None, decks=decks is not None)  # once, here, before any worker exists
     command = command or "sim.run(" + ", ".join(f"{k}={v!r}" for k, v in [
         ("policy", policy), ("n", n), ("seed", seed), ("rules", rules.as_dict())]) + ")"
     return _execute(config, run_dir, workers, command, [], progress, decks)
@@ -433,7 +433,7 @@ def resume(run_dir: str | Path, workers: int | None = None, progress: bool = Fal
             raise UsageError(f"the run's deal file {config.deals} has changed since the run started")
         decks = load_deals(config.deals)
     workers = int(workers or m.get("workers") or os.cpu_count() or 1)
-    warm_up()
+    warm_up(seeded=decks is None, decks=decks is not None)
     return _execute(config, run_dir, workers, m.get("command", ""), m.get("sessions", []), progress, decks)
 
 
