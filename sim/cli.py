@@ -1,7 +1,9 @@
 """The `sim` command line: parse, call the library, print."""
 
+import contextlib
 import json
 import logging
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn, Optional
@@ -24,6 +26,23 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """One line on stderr and an exit code: 2 for usage errors, 1 for failures."""
     typer.echo(f"Error: {message}", err=True)
     raise typer.Exit(code)
+
+
+@contextlib.contextmanager
+def library_errors(verbose: int = 0):
+    """Map the library's errors to the CLI's exit codes: bad input 2, failure 1, interrupted 130."""
+    from sim import runner
+
+    try:
+        yield
+    except runner.UsageError as e:
+        fail(str(e), 2)
+    except runner.Interrupted as e:
+        fail(str(e), 130)
+    except runner.RunError as e:
+        if verbose:
+            log.exception("failed")
+        fail(str(e), 1)
 
 
 def parse_rules(items: list[str] | None):
@@ -155,6 +174,175 @@ def run(
             log.exception("run failed")
         fail(str(e), 1)
     typer.echo(summary.text())
+
+
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="Output: text (aligned tables), markdown or json.")]
+WorkersOpt = Annotated[Optional[int], typer.Option("--workers", "-w", help="Worker processes (default: CPUs).")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Replace existing run directories instead of reusing them.")]
+RecordDealsOpt = Annotated[bool, typer.Option("--record-deals", help="Add each game's deck to the runs' output.")]
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in ("text", "markdown", "json"):
+        fail(f"--format {fmt!r} is not one of text, markdown, json")
+
+
+def _terminal_width() -> int:
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+def _notifier(quiet: bool):
+    return None if quiet else (lambda message: typer.echo(message, err=True))
+
+
+@app.command()
+def report(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories (results/<run>).", show_default=False)],
+    fmt: FormatOpt = "text",
+    png: Annotated[Optional[Path], typer.Option("--png", help="Write score_distribution.png and cards_played.png into this directory.")] = None,
+    html: Annotated[Optional[Path], typer.Option("--html", help="Write one self-contained HTML report (tables and figures) to this file.")] = None,
+    verbose: VerboseOpt = 0,
+):
+    """Report runs: win rate with its interval, score distribution, end reasons, cards played, face-down cards.
+
+    Several runs are reported one after the other, with an overview table
+    first; their figures (--png, --html) show the runs side by side.
+
+    Example: sim report results/greedy-seed0-n1000000 --png figures/
+    """
+    from sim.report import load_reports, render
+
+    _check_format(fmt)
+    with library_errors(verbose):
+        reports = load_reports(runs)
+        text = render(reports, fmt, width=_terminal_width())
+    if png is not None or html is not None:
+        from sim import plots
+
+        try:
+            if png is not None:
+                for path in plots.write_report_pngs(reports, png):
+                    typer.echo(f"wrote {path}", err=True)
+            if html is not None:
+                from sim.files import write_atomic
+                from sim.html import render_html
+
+                figures = {name: plots.png_bytes(fig) for name, fig in plots.report_figures(reports).items()}
+                page = render_html(reports, figures)
+                html.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(html, lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))
+                typer.echo(f"wrote {html}", err=True)
+        except OSError as e:
+            fail(f"cannot write {e.filename or ''}: {e.strerror or e}", 1)
+    typer.echo(text, nl=False)
+
+
+@app.command()
+def compare(
+    runs: Annotated[Optional[list[Path]], typer.Argument(help="Existing run directories to compare (same seed, n and deals).", show_default=False)] = None,
+    policy: Annotated[Optional[list[str]], typer.Option("--policy", "-p", help="Play this policy (repeat: at least two).")] = None,
+    n: Annotated[Optional[str], typer.Option("-n", help="Games per policy: 1e6, 2.5e5, 1_000_000.")] = None,
+    seed: SeedOpt = 0,
+    rule: RuleOpt = None,
+    workers: WorkersOpt = None,
+    force: ForceOpt = False,
+    record_deals: RecordDealsOpt = False,
+    fmt: FormatOpt = "text",
+    png: Annotated[Optional[Path], typer.Option("--png", help="Write a figure of the win rates (with 95% intervals) to this PNG file.")] = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = 0,
+):
+    """Compare policies (or runs) game by game on the same deals: win rates, paired differences, McNemar's test.
+
+    With --policy, every policy plays the same n seeded deals; each run is
+    written under results/ as `sim run` would, and a complete run already
+    there with the same settings is reused (--force plays it again). With
+    run directories, the runs are joined on game; they must share seed, n
+    and deal source (rules and policy may differ).
+
+    Example: sim compare --policy greedy --policy random -n 1e6
+    """
+    from sim import compare as cmp
+    from sim import runner
+    from sim.logs import setup_logging
+
+    _check_format(fmt)
+    setup_logging(verbose, quiet)
+    if runs and policy:
+        fail("give either run directories or --policy, not both")
+    if not runs and not policy:
+        fail("give two or more run directories, or two or more --policy with -n")
+    if workers is not None and workers < 1:
+        fail(f"--workers must be at least 1, not {workers}")
+    with library_errors(verbose):
+        if policy:
+            if n is None:
+                fail("-n is required with --policy (e.g. -n 1e6)")
+            result = cmp.compare_policies(
+                policy, runner.parse_count(n), seed=seed, rules=parse_rules(rule), workers=workers, force=force,
+                record_deals=record_deals, progress=not quiet, command=runner.command_line(),
+                notify=_notifier(quiet))
+        else:
+            if n is not None or rule or record_deals or force or workers is not None:
+                fail("-n, --rule, --workers, --force and --record-deals go with --policy, not with run directories")
+            result = cmp.compare_runs(runs)
+    if png is not None:
+        from sim.plots import save_png, win_rate_figure
+
+        arms = result.arms
+        fig = win_rate_figure([a.label for a in arms], [a.win_rate for a in arms], [a.win_rate_low for a in arms],
+                              [a.win_rate_high for a in arms], [a.mean_score for a in arms],
+                              f"Win rate on the same {result.n:,} deals")
+        try:
+            typer.echo(f"wrote {save_png(fig, png)}", err=True)
+        except OSError as e:
+            fail(f"cannot write {png}: {e.strerror or e}", 1)
+    typer.echo(result.render(fmt), nl=False)
+
+
+@app.command()
+def sweep(
+    rule: Annotated[list[str], typer.Option("--rule", help="Option and the values to try, repeatable: max_face_down=3,4,5.", show_default=False)],
+    policy: Annotated[str, typer.Option("--policy", "-p", help="Policy name (see `sim policies`).")] = "greedy",
+    n: Annotated[Optional[str], typer.Option("-n", help="Games per combination: 1e6, 2.5e5, 1_000_000.")] = None,
+    seed: SeedOpt = 0,
+    workers: WorkersOpt = None,
+    force: ForceOpt = False,
+    record_deals: RecordDealsOpt = False,
+    fmt: FormatOpt = "text",
+    png: Annotated[Optional[Path], typer.Option("--png", help="Write a figure of win rate (95% intervals) and mean score per combination to this PNG file.")] = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = 0,
+):
+    """Play every combination of rule option values on the same deals; win rate and mean score of each.
+
+    Each combination is one run under results/ (a complete run already there
+    with the same settings is reused; --force plays it again).
+
+    Example: sim sweep -n 1e5 --rule max_face_down=3,4,5 --rule max_pile=3,4
+    """
+    from sim import compare as cmp
+    from sim import runner
+    from sim.logs import setup_logging
+
+    _check_format(fmt)
+    setup_logging(verbose, quiet)
+    if workers is not None and workers < 1:
+        fail(f"--workers must be at least 1, not {workers}")
+    if n is None:
+        fail("-n is required (e.g. -n 1e5): the games each combination plays")
+    with library_errors(verbose):
+        axes = cmp.parse_sweep_options(rule)
+        result = cmp.sweep(policy, runner.parse_count(n), axes, seed=seed, workers=workers, force=force,
+                           record_deals=record_deals, progress=not quiet, command=runner.command_line(), notify=_notifier(quiet))
+    if png is not None:
+        from sim.plots import save_png
+
+        try:
+            typer.echo(f"wrote {save_png(result.figure(), png)}", err=True)
+        except OSError as e:
+            fail(f"cannot write {png}: {e.strerror or e}", 1)
+    typer.echo(result.render(fmt), nl=False)
 
 
 def main() -> None:

@@ -1,0 +1,547 @@
+"""Paired comparison of runs on the same deals (`sim compare`) and rule-variant sweeps (`sim sweep`).
+
+Runs with the same seed, n and deal source play game i on the same deck
+(common random numbers), so two policies or two rule settings can be
+compared game by game: the runs are joined on `game` and each pair of runs
+gets a paired 2x2 table of wins. The join is done lazily in batches of game
+numbers, so memory stays bounded whatever n is.
+
+Statistics per pair (A, B), all on the joined games:
+
+- win-rate difference pA - pB with a 95% paired interval
+  (`sim.stats.paired_difference_interval`, Bonett-Price adjusted Wald);
+- McNemar's exact test on the discordant games (`sim.stats.mcnemar_exact`,
+  scipy's binomial test);
+- mean paired score difference over the games **both** runs won (a lost
+  game has no score), with a normal 95% interval.
+
+Runs for `compare --policy` and `sweep` are made with `sim.run`; an
+existing complete run directory whose settings match is reused instead of
+played again (with `force` it is replaced).
+"""
+
+import itertools
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import polars as pl
+
+from sim import runner
+from sim.report import (Table, fmt_ci, fmt_int, fmt_num, fmt_pct, load_report, pct_digits, rules_text)
+from sim.rules import Rules
+from sim.runner import GAMES, RunError, UsageError
+from sim.stats import Z95, mcnemar_exact, paired_difference_interval, wilson
+
+BATCH = 500_000
+"""Games joined at a time (about 100 MB for two runs, whatever n is)."""
+
+
+# --- runs and whether they can be paired ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What a run's manifest says about it."""
+
+    path: str
+    policy: str
+    n: int
+    seed: int
+    rules: dict
+    deal_algorithm: str
+    deals: str | None
+    deals_sha256: str | None
+    status: str
+    record_deals: bool
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+    @property
+    def deal_source(self) -> str:
+        if self.deal_algorithm == "file" or self.deals:
+            return f"file sha256 {str(self.deals_sha256)[:12]}"
+        return self.deal_algorithm
+
+
+def run_info(run_dir: str | Path) -> RunInfo:
+    m = runner.read_manifest(Path(run_dir))
+    return RunInfo(path=str(run_dir), policy=m.get("policy", "?"), n=int(m.get("n", 0)), seed=int(m.get("seed", 0)),
+                   rules=dict(m.get("rules", {})), deal_algorithm=str(m.get("deal_algorithm")),
+                   deals=m.get("deals"), deals_sha256=m.get("deals_sha256"), status=m.get("status", "unknown"),
+                   record_deals=bool(m.get("record_deals", False)))
+
+
+def _values(infos: list[RunInfo], get) -> str:
+    return ", ".join(f"{i.name}: {get(i)}" for i in infos)
+
+
+def check_pairable(infos: list[RunInfo]) -> None:
+    """Raise UsageError unless the runs share seed, n and deal source and are complete; the message says what differs."""
+    if len(infos) < 2:
+        raise UsageError("compare needs at least two runs")
+    if len({Path(i.path).resolve() for i in infos}) < len(infos):
+        raise UsageError("the same run is given twice")
+    problems = []
+    for what, get in (("seed", lambda i: i.seed), ("n", lambda i: i.n), ("deal source", lambda i: i.deal_source)):
+        if len({get(i) for i in infos}) > 1:
+            problems.append(f"{what} ({_values(infos, get)})")
+    if problems:
+        raise UsageError("cannot pair these runs: they differ in " + "; ".join(problems)
+                         + ". A paired comparison needs the same seed, n and deal source")
+    for i in infos:
+        if i.status != "complete":
+            raise UsageError(f"{i.path} is {i.status}; finish it with: sim run --resume {i.path}")
+
+
+def differences(infos: list[RunInfo]) -> list[str]:
+    """What the runs differ in (policy, rule options), for the table header and the labels."""
+    out = []
+    if len({i.policy for i in infos}) > 1:
+        out.append("policy")
+    keys = sorted({k for i in infos for k in i.rules}, key=list(Rules().as_dict()).index)
+    out += [f"rule {k}" for k in keys if len({i.rules.get(k) for i in infos}) > 1]
+    return out
+
+
+def labels(infos: list[RunInfo]) -> list[str]:
+    """Short unique names: the policy and/or the rules that differ, else the directory names."""
+    diff = differences(infos)
+    keys = [d.removeprefix("rule ") for d in diff if d.startswith("rule ")]
+    out = []
+    for i in infos:
+        parts = [i.policy] if "policy" in diff else []
+        parts += [f"{k}={i.rules.get(k)}" for k in keys]
+        out.append(" ".join(parts) or i.name)
+    if len(set(out)) < len(out):
+        out = [i.name for i in infos]
+        if len(set(out)) < len(out):
+            out = [i.path for i in infos]
+    return out
+
+
+# --- paired statistics -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One run of a comparison, on the joined games."""
+
+    label: str
+    path: str
+    policy: str
+    rules: dict
+    games: int
+    wins: int
+    win_rate: float
+    win_rate_low: float
+    win_rate_high: float
+    mean_score: float | None
+    """Of the games it won."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Paired statistics of two runs A and B on the same games."""
+
+    a: str
+    b: str
+    games: int
+    wins_a: int
+    wins_b: int
+    both: int
+    """Games both won."""
+    a_only: int
+    """Games A won and B lost (McNemar's b)."""
+    b_only: int
+    """Games B won and A lost (McNemar's c)."""
+    diff: float
+    """pA - pB = (a_only - b_only) / games."""
+    diff_low: float
+    diff_high: float
+    p_value: float
+    """McNemar's exact two-sided p-value."""
+    score_diff: float | None
+    """Mean of score A - score B over the games both won."""
+    score_diff_low: float | None
+    score_diff_high: float | None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    arms: tuple[Arm, ...]
+    pairs: tuple[Pair, ...]
+    seed: int
+    n: int
+    deal_source: str
+    differs: tuple[str, ...]
+    """What the runs differ in: "policy", "rule max_face_down", ..."""
+    notes: tuple[str, ...] = field(default=())
+
+    def header(self) -> str:
+        differ = ", ".join(self.differs) if self.differs else "nothing but the directory"
+        return (f"Paired comparison on the same {self.n:,} deals (seed {self.seed}, {self.deal_source}); "
+                f"the runs differ in: {differ}")
+
+    def tables(self) -> list[Table]:
+        d = pct_digits(self.n)
+        arms = Table("Runs", ("run", "games", "wins", "win rate", "95% CI (Wilson)", "mean score"), tuple(
+            (a.label, fmt_int(a.games), fmt_int(a.wins), fmt_pct(a.win_rate, d),
+             fmt_ci(a.win_rate_low, a.win_rate_high, d), fmt_num(a.mean_score)) for a in self.arms),
+            note="Mean score of the games the run won.")
+        pairs = Table("Pairs", ("A", "B", "games", "wins A", "wins B", "both", "A only", "B only", "pA - pB",
+                                "95% CI (paired)", "McNemar p", "score A - B", "95% CI"), tuple(
+            (p.a, p.b, fmt_int(p.games), fmt_int(p.wins_a), fmt_int(p.wins_b), fmt_int(p.both), fmt_int(p.a_only),
+             fmt_int(p.b_only), _signed_pct(p.diff, d), _signed_ci(p.diff_low, p.diff_high, d), fmt_p(p.p_value),
+             _signed(p.score_diff), _signed_range(p.score_diff_low, p.score_diff_high)) for p in self.pairs),
+            align="ll", note=("pA - pB: win-rate difference with the Bonett-Price paired 95% interval. "
+                              "McNemar p: exact two-sided test on the games only one of them won (A only vs B only). "
+                              "score A - B: mean over the games both won (a lost game has no score), "
+                              "with a normal 95% interval."))
+        return [arms, pairs]
+
+    def text(self) -> str:
+        out = [self.header()] + [f"note: {n}" for n in self.notes]
+        return "\n".join(out) + "\n\n" + "\n\n".join(t.text() for t in self.tables()) + "\n"
+
+    def markdown(self) -> str:
+        out = [self.header(), ""] + [f"- {n}" for n in self.notes]
+        return "\n".join(out) + "\n\n" + "\n\n".join(t.markdown() for t in self.tables()) + "\n"
+
+    def to_dict(self) -> dict:
+        return _clean(asdict(self))
+
+    def render(self, fmt: str) -> str:
+        return _render(self, fmt)
+
+
+def _clean(x):
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def _render(obj, fmt: str) -> str:
+    if fmt == "text":
+        return obj.text()
+    if fmt == "markdown":
+        return obj.markdown()
+    if fmt == "json":
+        return json.dumps(obj.to_dict(), indent=2) + "\n"
+    raise UsageError(f"--format {fmt!r} is not one of text, markdown, json")
+
+
+def fmt_p(p: float) -> str:
+    if p >= 0.001:
+        return f"{p:.3f}"
+    return "<1e-300" if p < 1e-300 else f"{p:.1e}"
+
+
+def _signed(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:+.{digits}f}"
+
+
+def _signed_range(lo, hi, digits: int = 2) -> str:
+    return "-" if lo is None else f"{lo:+.{digits}f} .. {hi:+.{digits}f}"
+
+
+def _signed_pct(x: float, digits: int) -> str:
+    return "-" if math.isnan(x) else f"{100 * x:+.{digits}f}%"
+
+
+def _signed_ci(lo: float, hi: float, digits: int) -> str:
+    return "-" if math.isnan(lo) else f"{100 * lo:+.{digits}f}% .. {100 * hi:+.{digits}f}%"
+
+
+def _scan(path: str, i: int) -> pl.LazyFrame:
+    return pl.scan_parquet(Path(path) / GAMES / "*.parquet").select(
+        "game", pl.col("won").alias(f"won{i}"), pl.col("score").cast(pl.Int64).alias(f"score{i}"))
+
+
+def paired_sums(paths: list[str], n: int, batch: int = BATCH) -> dict[str, int]:
+    """Sums over games 0..n-1 joined on `game` across all runs: counts per run and per pair of runs.
+
+    Keys: "games"; "wins{i}", "score_sum{i}"; for i < j "both{i}_{j}", "only{i}_{j}" (i won, j lost),
+    "only{j}_{i}", "dsum{i}_{j}" and "dsq{i}_{j}" (sum and sum of squares of score i - score j over
+    the games both won).
+    """
+    k = len(paths)
+    won = [pl.col(f"won{i}") for i in range(k)]
+    score = [pl.col(f"score{i}") for i in range(k)]
+    exprs = [pl.len().cast(pl.Int64).alias("games")]
+    for i in range(k):
+        exprs += [won[i].sum().cast(pl.Int64).alias(f"wins{i}"),
+                  score[i].sum().cast(pl.Int64).alias(f"score_sum{i}")]
+    for i, j in itertools.combinations(range(k), 2):
+        both = won[i] & won[j]
+        diff = score[i] - score[j]
+        exprs += [both.sum().cast(pl.Int64).alias(f"both{i}_{j}"),
+                  (won[i] & ~won[j]).sum().cast(pl.Int64).alias(f"only{i}_{j}"),
+                  (won[j] & ~won[i]).sum().cast(pl.Int64).alias(f"only{j}_{i}"),
+                  diff.filter(both).sum().cast(pl.Int64).alias(f"dsum{i}_{j}"),
+                  (diff * diff).filter(both).sum().cast(pl.Int64).alias(f"dsq{i}_{j}")]
+    totals: dict[str, int] = {}
+    for lo in range(0, n, batch):
+        hi = min(n, lo + batch)
+        frames = [_scan(p, i).filter(pl.col("game").is_between(lo, hi - 1)) for i, p in enumerate(paths)]
+        joined = frames[0]
+        for f in frames[1:]:
+            joined = joined.join(f, on="game", how="inner")
+        try:
+            row = joined.select(exprs).collect(engine="streaming").row(0, named=True)
+        except (pl.exceptions.PolarsError, OSError) as e:
+            raise RunError(f"cannot read the runs' games: {e}") from None
+        for key, value in row.items():
+            totals[key] = totals.get(key, 0) + int(value or 0)
+    if totals.get("games", 0) != n:
+        raise RunError(f"the runs share only {totals.get('games', 0):,} of {n:,} games; "
+                       f"a part file may be missing or unreadable")
+    return totals
+
+
+def _mean_interval(total: int, squares: int, count: int, z: float = Z95):
+    if count == 0:
+        return None, None, None
+    mean = total / count
+    if count == 1:
+        return mean, None, None
+    var = max(0.0, (squares - count * mean * mean) / (count - 1))
+    half = z * math.sqrt(var / count)
+    return mean, mean - half, mean + half
+
+
+def compare_runs(run_dirs, batch: int = BATCH, notes=()) -> Comparison:
+    """Paired comparison of existing runs (UsageError if they cannot be paired: the message says why)."""
+    infos = [run_info(d) for d in run_dirs]
+    check_pairable(infos)
+    names = labels(infos)
+    n = infos[0].n
+    s = paired_sums([i.path for i in infos], n, batch)
+    arms = []
+    for i, (info, label) in enumerate(zip(infos, names)):
+        wins = s[f"wins{i}"]
+        low, high = wilson(wins, n)
+        arms.append(Arm(label=label, path=info.path, policy=info.policy, rules=info.rules, games=n, wins=wins,
+                        win_rate=wins / n, win_rate_low=low, win_rate_high=high,
+                        mean_score=s[f"score_sum{i}"] / wins if wins else None))
+    pairs = []
+    for i, j in itertools.combinations(range(len(infos)), 2):
+        b, c, both = s[f"only{i}_{j}"], s[f"only{j}_{i}"], s[f"both{i}_{j}"]
+        low, high = paired_difference_interval(n, b, c)
+        mean, mlo, mhi = _mean_interval(s[f"dsum{i}_{j}"], s[f"dsq{i}_{j}"], both)
+        pairs.append(Pair(a=names[i], b=names[j], games=n, wins_a=s[f"wins{i}"], wins_b=s[f"wins{j}"], both=both,
+                          a_only=b, b_only=c, diff=(b - c) / n, diff_low=low, diff_high=high,
+                          p_value=mcnemar_exact(b, c), score_diff=mean, score_diff_low=mlo, score_diff_high=mhi))
+    return Comparison(arms=tuple(arms), pairs=tuple(pairs), seed=infos[0].seed, n=n,
+                      deal_source=infos[0].deal_source, differs=tuple(differences(infos)), notes=tuple(notes))
+
+
+# --- making the runs -----------------------------------------------------------------------------------
+
+
+def _reuse_problem(run_dir: Path, config: runner.RunConfig) -> str | None:
+    """None if run_dir holds a complete run with exactly these settings, else what is wrong with it."""
+    from sim import kernels as K
+
+    try:
+        m = runner.read_manifest(run_dir)
+    except (UsageError, RunError):
+        return "it is not a readable run"
+    if m.get("status") != "complete":
+        return f"it is {m.get('status')}; finish it with: sim run --resume {run_dir}"
+    want = {"policy": config.policy, "n": config.n, "seed": config.seed, "rules": config.rules.as_dict(),
+            "deal_algorithm": K.DEAL_ALGORITHM, "deals": None}
+    wrong = [f"{k} {m.get(k)!r} (wanted {v!r})" for k, v in want.items() if m.get(k) != v]
+    if config.record_deals and not m.get("record_deals"):
+        wrong.append("it has no deck column (wanted --record-deals)")
+    if sum(m.get("parts", {}).values()) != config.n:
+        wrong.append("its parts do not hold n games")
+    return "; ".join(wrong) or None
+
+
+def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: int | None = None,
+              force: bool = False, record_deals: bool = False, progress: bool = False, command: str | None = None,
+              notify: Callable[[str], None] | None = None) -> list[tuple[Path, bool]]:
+    """One sim.run per (policy, rules), all with the same seed and n, in their default results/ directories.
+
+    A directory that already holds a complete run with the same settings is
+    reused (not played again) unless `force`; one that holds anything else
+    is refused unless `force`. Returns each run directory and whether it was reused.
+    """
+    from sim.game import check_seed, policy_id
+
+    for policy, _ in specs:
+        try:
+            policy_id(policy)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    try:
+        seed = check_seed(seed)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    configs = [runner.RunConfig(policy=p, n=n, seed=seed, rules=r, record_deals=record_deals) for p, r in specs]
+    dirs = [runner.default_out(c) for c in configs]
+    if len(set(dirs)) < len(dirs):
+        raise UsageError("the same run is asked for twice: " + ", ".join(sorted({str(d) for d in dirs if dirs.count(d) > 1})))
+    plan = []
+    for config, out in zip(configs, dirs):
+        problem = None
+        if out.exists() and not force:
+            problem = _reuse_problem(out, config)
+            if problem:
+                raise UsageError(f"{out} already holds another run ({problem}); use --force to replace it")
+        plan.append((config, out, out.exists() and not force))
+    made = []
+    for k, (config, out, reuse) in enumerate(plan, 1):
+        what = f"{config.policy}" + ("" if rules_text(config.rules.as_dict()) == "default"
+                                     else f" ({rules_text(config.rules.as_dict())})")
+        if reuse:
+            if notify:
+                notify(f"[{k}/{len(plan)}] {what}: reusing {out}")
+        else:
+            if notify:
+                notify(f"[{k}/{len(plan)}] {what}: playing {n:,} games into {out}")
+            runner.run(config.policy, n, seed=seed, rules=config.rules, workers=workers, out=out,
+                       record_deals=record_deals, force=force, progress=progress, command=command)
+        made.append((out, reuse))
+    return made
+
+
+def reuse_notes(made: list[tuple[Path, bool]]) -> list[str]:
+    return [f"reused {path}: a complete run with the same settings already there" for path, reused in made if reused]
+
+
+def compare_policies(policies: list[str], n: int, seed: int = 0, rules: Rules | None = None, **run_options) -> Comparison:
+    """Play every policy on the same deals (or reuse those runs) and compare them in pairs."""
+    if len(policies) < 2:
+        raise UsageError("give at least two --policy to compare")
+    if len(set(policies)) < len(policies):
+        raise UsageError("a --policy is given twice")
+    rules = rules or Rules()
+    made = make_runs([(p, rules) for p in policies], n, seed, **run_options)
+    return compare_runs([path for path, _ in made], notes=reuse_notes(made))
+
+
+# --- sweeps -----------------------------------------------------------------------------------------
+
+
+def parse_sweep_options(items: list[str]) -> list[tuple[str, list[str]]]:
+    """["max_face_down=3,4,5", "max_pile=3,4"] -> [("max_face_down", ["3", "4", "5"]), ("max_pile", ["3", "4"])].
+
+    Every value is checked against the rule's valid range.
+    """
+    axes: list[tuple[str, list[str]]] = []
+    for item in items or []:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        vals = [v.strip() for v in values.split(",") if v.strip()]
+        if not sep or not key or not vals:
+            raise UsageError(f"--rule {item!r} is not KEY=V1,V2,... (e.g. --rule max_face_down=3,4,5)")
+        if key in (k for k, _ in axes):
+            raise UsageError(f"--rule {key} is given twice; list its values once: {key}=V1,V2,...")
+        if len(set(vals)) < len(vals):
+            raise UsageError(f"--rule {item!r} lists a value twice")
+        for v in vals:
+            try:
+                Rules.from_strings({key: v})
+            except ValueError as e:
+                raise UsageError(str(e)) from None
+        axes.append((key, vals))
+    if not axes:
+        raise UsageError("give at least one --rule KEY=V1,V2,... to sweep")
+    return axes
+
+
+def combinations(axes: list[tuple[str, list[str]]]) -> list[dict[str, str]]:
+    """The cartesian product, the first option varying slowest, values in the order given."""
+    keys = [k for k, _ in axes]
+    return [dict(zip(keys, values)) for values in itertools.product(*(v for _, v in axes))]
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    values: tuple[str, ...]
+    """The option values of this combination, in the order of `Sweep.options`."""
+    path: str
+    games: int
+    wins: int
+    win_rate: float
+    win_rate_low: float
+    win_rate_high: float
+    mean_score: float | None
+    reused: bool
+
+
+@dataclass(frozen=True)
+class Sweep:
+    policy: str
+    n: int
+    seed: int
+    options: tuple[str, ...]
+    rows: tuple[SweepRow, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def header(self) -> str:
+        return (f"Sweep of {', '.join(self.options)}: policy {self.policy}, the same {self.n:,} deals "
+                f"(seed {self.seed}) for every combination")
+
+    def table(self) -> Table:
+        d = pct_digits(self.n)
+        rows = tuple((*r.values, fmt_int(r.games), fmt_int(r.wins), fmt_pct(r.win_rate, d),
+                      fmt_ci(r.win_rate_low, r.win_rate_high, d), fmt_num(r.mean_score)) for r in self.rows)
+        return Table("", (*self.options, "games", "wins", "win rate", "95% CI (Wilson)", "mean score"), rows,
+                     align="r" * len(self.options) + "rrrrr",
+                     note="Mean score of the won games. Rows follow the order of the --rule options and values.")
+
+    def labels(self) -> list[str]:
+        return ["\n".join(f"{k}={v}" for k, v in zip(self.options, r.values)) for r in self.rows]
+
+    def text(self) -> str:
+        return "\n".join([self.header(), *[f"note: {n}" for n in self.notes], "", self.table().text()]) + "\n"
+
+    def markdown(self) -> str:
+        return "\n".join([self.header(), "", *[f"- {n}" for n in self.notes], "", self.table().markdown()]) + "\n"
+
+    def to_dict(self) -> dict:
+        d = _clean(asdict(self))
+        d["rows"] = [{**dict(zip(self.options, r["values"])), **{k: v for k, v in r.items() if k != "values"}}
+                     for r in d["rows"]]
+        return d
+
+    def render(self, fmt: str) -> str:
+        return _render(self, fmt)
+
+    def figure(self):
+        from sim.plots import win_rate_figure
+
+        return win_rate_figure(self.labels(), [r.win_rate for r in self.rows], [r.win_rate_low for r in self.rows],
+                               [r.win_rate_high for r in self.rows], [r.mean_score for r in self.rows],
+                               f"{self.policy}: win rate by rule options ({self.n:,} games each, same deals)")
+
+
+def sweep(policy: str, n: int, option_values: list[tuple[str, list[str]]], seed: int = 0,
+          base_rules: Rules | None = None, **run_options) -> Sweep:
+    """One run per combination of option values, all on the same deals; their win rates and mean scores."""
+    base = (base_rules or Rules()).as_dict()
+    combos = combinations(option_values)
+    try:
+        specs = [(policy, Rules.from_strings({**{k: str(v) for k, v in base.items()}, **c})) for c in combos]
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    made = make_runs(specs, n, seed, **run_options)
+    rows = []
+    for combo, (path, reused) in zip(combos, made):
+        r = load_report(path)
+        rows.append(SweepRow(values=tuple(combo.values()), path=str(path), games=r.games, wins=r.wins,
+                             win_rate=r.win_rate, win_rate_low=r.win_rate_low, win_rate_high=r.win_rate_high,
+                             mean_score=r.score_mean, reused=reused))
+    return Sweep(policy=policy, n=n, seed=seed, options=tuple(k for k, _ in option_values), rows=tuple(rows),
+                 notes=tuple(reuse_notes(made)))

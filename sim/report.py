@@ -1,0 +1,376 @@
+"""The figures of a run (`sim report`): computed lazily from its Parquet parts, rendered as text, Markdown or JSON.
+
+Everything a report shows is derived from one small table: the number of
+games for each combination of (won, score, cards_played, face_down, end).
+Polars computes it with a single streaming group-by over the parts, so a
+run of 1e7 games is read in well under a second with bounded memory and no
+column is ever collected whole. Quartiles are taken from the score
+histogram (no sort of the scores).
+
+Library code only returns values and strings; the CLI prints.
+"""
+
+import json
+import math
+import textwrap
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from sim.runner import GAMES, END_ENUM, RunError, UsageError, read_manifest
+from sim.stats import quantile_from_counts, wilson
+
+MAX_DEFAULT_SCORE = 24
+"""Largest score under the default rules (40 cards - 16 piles); the histogram always covers 0..24."""
+
+KEYS = ("won", "score", "cards_played", "face_down", "end")
+
+
+# --- tables ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Table:
+    """A small table of already formatted cells, rendered as aligned text, Markdown or HTML."""
+
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    align: str = ""
+    """One letter per column, "l" or "r"; default: first column left, the others right."""
+    note: str = ""
+    """A line printed under the table (definitions, caveats)."""
+
+    def _align(self, i: int) -> str:
+        if i < len(self.align):
+            return self.align[i]
+        return "l" if i == 0 else "r"
+
+    def text(self, indent: str = "", width: int = 0) -> str:
+        """Aligned columns; the note is wrapped at `width` when given."""
+        cols = len(self.headers)
+        widths = [max([len(self.headers[i])] + [len(r[i]) for r in self.rows]) for i in range(cols)]
+
+        def line(cells):
+            parts = [c.ljust(w) if self._align(i) == "l" else c.rjust(w)
+                     for i, (c, w) in enumerate(zip(cells, widths))]
+            return (indent + "  ".join(parts)).rstrip()
+
+        out = [self.title] if self.title else []
+        out.append(line(self.headers))
+        out.append(indent + "  ".join("-" * w for w in widths))
+        out.extend(line(r) for r in self.rows)
+        if self.note:
+            out += textwrap.wrap(self.note, width) if width > 0 else [self.note]
+        return "\n".join(out)
+
+    def markdown(self) -> str:
+        def esc(s):
+            return s.replace("|", "\\|")
+
+        out = [f"**{self.title}**", ""] if self.title else []
+        out.append("| " + " | ".join(esc(h) for h in self.headers) + " |")
+        out.append("|" + "|".join(" --- " if self._align(i) == "l" else " ---: " for i in range(len(self.headers))) + "|")
+        out.extend("| " + " | ".join(esc(c) for c in r) + " |" for r in self.rows)
+        if self.note:
+            out += ["", self.note]
+        return "\n".join(out)
+
+
+def fmt_int(k: int | None) -> str:
+    return "-" if k is None else f"{k:,}"
+
+
+def fmt_pct(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}%"
+
+
+def fmt_num(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def fmt_ci(low: float, high: float, digits: int = 2) -> str:
+    if math.isnan(low):
+        return "-"
+    return f"{100 * low:.{digits}f}% .. {100 * high:.{digits}f}%"
+
+
+def pct_digits(games: int) -> int:
+    """Decimals of a percentage worth showing for this many games (more games, narrower intervals)."""
+    return 2 if games < 1_000_000 else 3 if games < 100_000_000 else 4
+
+
+# --- the figures of one run -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Every figure `sim report` shows for one run."""
+
+    path: str
+    policy: str
+    n: int
+    """Games the run was asked for (manifest)."""
+    seed: int
+    rules: dict
+    deals: str
+    """Where the decks come from: the deal algorithm and seed, or the deal file and its digest."""
+    status: str
+    """complete or incomplete (manifest)."""
+    games: int
+    """Games found in the parts."""
+    wins: int
+    losses: int
+    win_rate: float
+    win_rate_low: float
+    """95% Wilson interval of the win rate."""
+    win_rate_high: float
+    score_counts: tuple[tuple[int, int], ...]
+    """(score, wins with that score) for every score 0..24 (more if a rule option allows higher scores)."""
+    score_mean: float | None
+    """Of the won games; None without wins."""
+    score_median: float | None
+    score_q1: float | None
+    score_q3: float | None
+    ends: tuple[tuple[str, int], ...]
+    """(end reason, games) for every end reason, in the enum's order."""
+    cards_played_wins: tuple[tuple[int, int], ...]
+    """(cards played, won games) for each value that occurs."""
+    cards_played_losses: tuple[tuple[int, int], ...]
+    face_down_at_loss: tuple[tuple[int, int], ...]
+    """(top cards face down at the end, lost games) for each value that occurs."""
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["name"] = self.name
+        d["score_distribution"] = [{"score": s, "count": k, "share_of_wins": k / self.wins if self.wins else None,
+                                    "share_of_games": k / self.games if self.games else None}
+                                   for s, k in self.score_counts]
+        d["lost"] = {"count": self.losses, "share_of_games": self.losses / self.games if self.games else None}
+        d["ends"] = {name: k for name, k in self.ends}
+        d["cards_played"] = {"wins": {str(c): k for c, k in self.cards_played_wins},
+                             "losses": {str(c): k for c, k in self.cards_played_losses}}
+        d["face_down_at_loss"] = {str(f): k for f, k in self.face_down_at_loss}
+        for key in ("score_counts", "cards_played_wins", "cards_played_losses"):
+            del d[key]
+        d["warnings"] = list(self.warnings)
+        for key in ("win_rate", "win_rate_low", "win_rate_high"):
+            if isinstance(d[key], float) and math.isnan(d[key]):
+                d[key] = None
+        return d
+
+
+def game_counts(run_dir: str | Path) -> pl.DataFrame:
+    """Games per (won, score, cards_played, face_down, end): one streaming pass over the parts."""
+    games_dir = Path(run_dir) / GAMES
+    schema = {"won": pl.Boolean, "score": pl.UInt8, "cards_played": pl.UInt8, "face_down": pl.UInt8,
+              "end": END_ENUM, "count": pl.UInt64}
+    if not any(games_dir.glob("*.parquet")):
+        return pl.DataFrame(schema=schema)
+    lf = pl.scan_parquet(games_dir / "*.parquet")
+    try:
+        missing = [k for k in KEYS if k not in lf.collect_schema().names()]
+        if missing:
+            raise UsageError(f"{run_dir} has no column {', '.join(missing)}: not a games table")
+        return (lf.group_by(*KEYS).agg(pl.len().cast(pl.UInt64).alias("count"))
+                .collect(engine="streaming"))
+    except (pl.exceptions.PolarsError, OSError) as e:
+        raise RunError(f"cannot read {games_dir}: {e}") from None
+
+
+def _pairs(frame: pl.DataFrame, key: str) -> tuple[tuple[int, int], ...]:
+    if frame.is_empty():
+        return ()
+    g = frame.group_by(key).agg(pl.col("count").sum()).sort(key)
+    return tuple((int(v), int(k)) for v, k in g.iter_rows())
+
+
+def deal_source(m: dict) -> str:
+    if m.get("deals"):
+        return f"file {m['deals']} (sha256 {str(m.get('deals_sha256'))[:12]})"
+    return f"{m.get('deal_algorithm')} seed {m.get('seed')}"
+
+
+def load_report(run_dir: str | Path) -> RunReport:
+    """The figures of the run in `run_dir` (raises UsageError if it is not a run)."""
+    run_dir = Path(run_dir)
+    m = read_manifest(run_dir)
+    counts = game_counts(run_dir)
+    games = int(counts["count"].sum()) if counts.height else 0
+    wins_frame = counts.filter(pl.col("won"))
+    loss_frame = counts.filter(~pl.col("won"))
+    wins = int(wins_frame["count"].sum()) if wins_frame.height else 0
+    losses = games - wins
+    low, high = wilson(wins, games)
+
+    scores = dict(_pairs(wins_frame, "score"))
+    top = max([MAX_DEFAULT_SCORE, *scores])
+    score_counts = tuple((s, scores.get(s, 0)) for s in range(top + 1))
+    mean = sum(s * k for s, k in scores.items()) / wins if wins else None
+
+    end_counts = dict(counts.group_by("end").agg(pl.col("count").sum()).iter_rows()) if counts.height else {}
+    ends = tuple((name, int(end_counts.get(name, 0))) for name in END_ENUM.categories)
+
+    warnings = []
+    status = m.get("status", "unknown")
+    if status != "complete":
+        warnings.append(f"run is {status}: {games:,} of {m.get('n', 0):,} games are done; "
+                        f"finish it with: sim run --resume {run_dir}")
+    elif games != m.get("n"):
+        warnings.append(f"the manifest says {m.get('n'):,} games but the parts hold {games:,}")
+    if games == 0:
+        warnings.append("no games to report")
+
+    return RunReport(
+        path=str(run_dir), policy=m.get("policy", "?"), n=int(m.get("n", 0)), seed=int(m.get("seed", 0)),
+        rules=dict(m.get("rules", {})), deals=deal_source(m), status=status, games=games, wins=wins,
+        losses=losses, win_rate=wins / games if games else math.nan, win_rate_low=low, win_rate_high=high,
+        score_counts=score_counts, score_mean=mean,
+        score_median=quantile_from_counts(scores, 0.5), score_q1=quantile_from_counts(scores, 0.25),
+        score_q3=quantile_from_counts(scores, 0.75), ends=ends,
+        cards_played_wins=_pairs(wins_frame, "cards_played"), cards_played_losses=_pairs(loss_frame, "cards_played"),
+        face_down_at_loss=_pairs(loss_frame, "face_down"), warnings=tuple(warnings),
+    )
+
+
+def load_reports(run_dirs) -> list[RunReport]:
+    return [load_report(d) for d in run_dirs]
+
+
+# --- tables of a report ------------------------------------------------------------------------
+
+
+def rules_text(rules: dict) -> str:
+    from sim.rules import Rules
+
+    default = Rules().as_dict()
+    changed = [f"{k}={v}" for k, v in rules.items() if default.get(k) != v]
+    return ", ".join(changed) if changed else "default"
+
+
+def header_lines(r: RunReport) -> list[str]:
+    return [
+        f"run     {r.path}",
+        f"policy  {r.policy}   seed {r.seed}   n {r.n:,}   rules {rules_text(r.rules)}   status {r.status}",
+        f"deals   {r.deals}",
+    ]
+
+
+def summary_table(r: RunReport) -> Table:
+    d = pct_digits(r.games)
+    rows = [
+        ("games", fmt_int(r.games)),
+        ("wins", fmt_int(r.wins)),
+        ("win rate", fmt_pct(r.win_rate, d)),
+        ("95% CI (Wilson)", fmt_ci(r.win_rate_low, r.win_rate_high, d)),
+        ("mean score", fmt_num(r.score_mean)),
+        ("median score", fmt_num(r.score_median, 1)),
+        ("quartiles", "-" if r.score_q1 is None else f"{r.score_q1:g} .. {r.score_q3:g}"),
+    ]
+    return Table("Summary", ("", "value"), tuple(rows), note="Score statistics are of won games only.")
+
+
+def score_table(r: RunReport, bar_width: int = 0) -> Table:
+    """Count and share of each score among wins, lost games on their own line; optional '#' bars."""
+    top = max((k for _, k in r.score_counts), default=0)
+    scale = bar_width / top if top and bar_width > 0 else 0
+
+    def bar(k):
+        if not scale:
+            return ()
+        length = k * scale
+        cells = "#" * round(length) if length <= bar_width else "#" * (bar_width - 1) + ">"
+        if 0 < k and not cells:
+            cells = "."
+        return (cells,)
+
+    rows = [(str(s), fmt_int(k), fmt_pct(k / r.wins if r.wins else None, 2),
+             fmt_pct(k / r.games if r.games else None, 2), *bar(k)) for s, k in r.score_counts]
+    rows.append(("lost", fmt_int(r.losses), "", fmt_pct(r.losses / r.games if r.games else None, 2), *bar(r.losses)))
+    headers = ("score", "games", "of wins", "of games") + (("",) if scale else ())
+    note = "Score = cards left in the stock at a win."
+    if scale:
+        note += " Bars share one scale; a bar ending in '>' is cut at the width."
+    return Table("Score distribution", headers, tuple(rows), align="rrrrl", note=note)
+
+
+def ends_table(r: RunReport) -> Table:
+    rows = [(name, fmt_int(k), fmt_pct(k / r.games if r.games else None, 2)) for name, k in r.ends]
+    return Table("End reasons", ("end", "games", "share"), tuple(rows))
+
+
+def cards_played_table(r: RunReport) -> Table:
+    w, lo = dict(r.cards_played_wins), dict(r.cards_played_losses)
+    rows = [(str(c), fmt_int(w.get(c, 0)), fmt_int(lo.get(c, 0))) for c in sorted(set(w) | set(lo))]
+    return Table("Cards played by outcome", ("cards", "wins", "losses"), tuple(rows))
+
+
+def face_down_table(r: RunReport) -> Table:
+    rows = [(str(f), fmt_int(k), fmt_pct(k / r.losses if r.losses else None, 2)) for f, k in r.face_down_at_loss]
+    return Table("Face-down top cards at a loss", ("face down", "losses", "of losses"), tuple(rows))
+
+
+def overview_table(reports: list[RunReport]) -> Table:
+    """One line per run, for reports of several runs."""
+    d = max(pct_digits(r.games) for r in reports)
+    rows = tuple((r.name, r.policy, rules_text(r.rules), fmt_int(r.games), fmt_int(r.wins), fmt_pct(r.win_rate, d),
+                  fmt_ci(r.win_rate_low, r.win_rate_high, d), fmt_num(r.score_mean),
+                  fmt_num(r.score_median, 1), r.status) for r in reports)
+    return Table("Runs", ("run", "policy", "rules", "games", "wins", "win rate", "95% CI", "mean score",
+                          "median", "status"), rows, align="lllrrrrrrl",
+                 note="Win rate with its 95% Wilson interval; score statistics are of won games only.")
+
+
+def tables(r: RunReport, bar_width: int = 0) -> list[Table]:
+    return [summary_table(r), score_table(r, bar_width), ends_table(r), cards_played_table(r), face_down_table(r)]
+
+
+# --- renderers ---------------------------------------------------------------------------------
+
+
+def render_text(reports: list[RunReport], width: int = 80) -> str:
+    """Aligned tables and a '#' histogram of the score distribution, fitted to `width` columns."""
+    blocks = []
+    if len(reports) > 1:
+        blocks.append(overview_table(reports).text(width=width))
+    for r in reports:
+        plain = len(score_table(r).text().splitlines()[2])  # the rule under the headers: the table's width
+        bar_width = max(10, width - plain - 3)
+        lines = header_lines(r) + [f"WARNING: {w}" for w in r.warnings]
+        block = ["\n".join(lines)] + [t.text(width=width) for t in tables(r, bar_width)]
+        blocks.append("\n\n".join(block))
+    return ("\n\n" + "=" * min(width, 80) + "\n\n").join(blocks) + "\n"
+
+
+def render_markdown(reports: list[RunReport]) -> str:
+    out = ["# Run report", ""]
+    if len(reports) > 1:
+        out += [overview_table(reports).markdown(), ""]
+    for r in reports:
+        out += [f"## {r.name}", ""]
+        out += [f"- {line}" for line in header_lines(r)]
+        out += [f"- **Warning:** {w}" for w in r.warnings]
+        out.append("")
+        for t in tables(r):
+            out += [t.markdown(), ""]
+    return "\n".join(out)
+
+
+def render_json(reports: list[RunReport]) -> str:
+    return json.dumps({"runs": [r.to_dict() for r in reports]}, indent=2) + "\n"
+
+
+def render(reports: list[RunReport], fmt: str = "text", width: int = 80) -> str:
+    if fmt == "text":
+        return render_text(reports, width)
+    if fmt == "markdown":
+        return render_markdown(reports)
+    if fmt == "json":
+        return render_json(reports)
+    raise UsageError(f"--format {fmt!r} is not one of text, markdown, json")

@@ -1,0 +1,167 @@
+"""`sim compare` and `sim sweep`: same decks, paired counts equal to a direct join, refusals, sweeps."""
+
+import io
+import json
+import math
+from fractions import Fraction
+
+import polars as pl
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+import sim
+from sim.cli import app
+from sim.compare import combinations, compare_runs, parse_sweep_options
+from sim.runner import UsageError
+
+cli = CliRunner()
+N = 2000
+
+
+def games(run_dir) -> pl.DataFrame:
+    return pl.read_parquet(run_dir / "games" / "*.parquet")
+
+
+def exact_mcnemar(b, c):
+    m = b + c
+    return float(min(1, 2 * sum(Fraction(math.comb(m, k), 2 ** m) for k in range(min(b, c) + 1))))
+
+
+def joined_counts(a_dir, b_dir) -> dict:
+    """The paired 2x2 table and the score difference over games both won, from an independent polars join."""
+    j = games(a_dir).join(games(b_dir), on="game", suffix="_b")
+    both = j.filter(pl.col("won") & pl.col("won_b"))
+    return {
+        "games": j.height,
+        "wins_a": j["won"].sum(),
+        "wins_b": j["won_b"].sum(),
+        "both": both.height,
+        "a_only": j.filter(pl.col("won") & ~pl.col("won_b")).height,
+        "b_only": j.filter(~pl.col("won") & pl.col("won_b")).height,
+        "score_diff": (both["score"].cast(pl.Int32) - both["score_b"].cast(pl.Int32)).mean() if both.height else None,
+    }
+
+
+def test_compare_policies_plays_the_same_decks_and_pairs_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = ["compare", "--policy", "greedy", "--policy", "random", "-n", str(N), "--seed", "5", "-w", "2", "-q",
+            "--record-deals", "--format", "json"]
+    res = cli.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    a, b = tmp_path / "results" / f"greedy-seed5-n{N}", tmp_path / "results" / f"random-seed5-n{N}"
+    ga, gb = games(a), games(b)
+    assert ga.height == gb.height == N
+    decks = ga.select("game", "deck").join(gb.select("game", "deck"), on="game", suffix="_b")
+    assert decks.height == N and (decks["deck"] == decks["deck_b"]).all()
+    assert decks.filter(pl.col("game") == 7)["deck"].to_list()[0] == list(sim.deal(5, 7))
+    data = json.loads(res.stdout)
+    assert [arm["label"] for arm in data["arms"]] == ["greedy", "random"]
+    (pair,) = data["pairs"]
+    expected = joined_counts(a, b)
+    assert {k: pair[k] for k in ("games", "wins_a", "wins_b", "both", "a_only", "b_only")} == {
+        k: expected[k] for k in ("games", "wins_a", "wins_b", "both", "a_only", "b_only")}
+    assert pair["diff"] == pytest.approx((expected["a_only"] - expected["b_only"]) / N)
+    assert pair["diff_low"] < pair["diff"] < pair["diff_high"]
+    assert data["differs"] == ["policy"]
+
+    # again: the complete runs with the same settings are reused, and the text table says so
+    again = cli.invoke(app, args[:-2])
+    assert again.exit_code == 0, again.output
+    assert "reused results/greedy-seed5-n2000" in again.stdout and "differ in: policy" in again.stdout
+    assert "McNemar p" in again.stdout and f"{expected['wins_a']:,}" in again.stdout
+    # a run with other settings in the way is refused, not silently replaced
+    other = cli.invoke(app, ["compare", "--policy", "greedy", "--policy", "random", "-n", str(N), "--seed", "5", "-q",
+                             "-w", "2"])
+    assert other.exit_code == 0  # no --record-deals asked: the runs with decks still fit
+    refused = cli.invoke(app, ["compare", "--policy", "greedy", "--policy", "greedy", "-n", str(N), "-q"])
+    assert refused.exit_code == 2 and "twice" in refused.stderr
+
+
+def test_compare_existing_runs_of_two_rule_settings(tmp_path):
+    a = sim.run("greedy", N, seed=2, workers=2, out=tmp_path / "a").path
+    b = sim.run("greedy", N, seed=2, workers=2, out=tmp_path / "b", rules=sim.Rules(max_pile=3)).path
+    expected = joined_counts(a, b)
+    assert expected["a_only"] > 0 and expected["b_only"] > 0  # discordant both ways: a real paired test
+    c = compare_runs([a, b])
+    (p,) = c.pairs
+    assert (p.games, p.wins_a, p.wins_b, p.both, p.a_only, p.b_only) == tuple(
+        expected[k] for k in ("games", "wins_a", "wins_b", "both", "a_only", "b_only"))
+    assert p.p_value == pytest.approx(exact_mcnemar(p.a_only, p.b_only), rel=1e-9)
+    assert p.score_diff == pytest.approx(expected["score_diff"])
+    assert p.score_diff_low < p.score_diff < p.score_diff_high
+    assert c.differs == ("rule max_pile",) and [arm.label for arm in c.arms] == ["max_pile=4", "max_pile=3"]
+    res = cli.invoke(app, ["compare", str(a), str(b)])
+    assert res.exit_code == 0, res.output
+    assert "the runs differ in: rule max_pile" in res.stdout
+    assert f"{p.a_only:,}" in res.stdout and f"{p.b_only:,}" in res.stdout
+
+
+def test_compare_refuses_runs_that_do_not_share_the_deals(tmp_path):
+    a = sim.run("greedy", 300, seed=1, workers=1, out=tmp_path / "a").path
+    b = sim.run("greedy", 400, seed=2, workers=1, out=tmp_path / "b").path
+    res = cli.invoke(app, ["compare", str(a), str(b)])
+    assert res.exit_code == 2
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith("Error:") and "seed (a: 1, b: 2)" in line and "n (a: 300, b: 400)" in line
+    assert "deal source (" not in line
+    deal_file = tmp_path / "decks.parquet"
+    pl.DataFrame({"deck": [list(sim.deal(1, i)) for i in range(300)]}).write_parquet(deal_file)
+    f = sim.run("greedy", 300, seed=1, workers=1, out=tmp_path / "f", deals=deal_file).path
+    res = cli.invoke(app, ["compare", str(a), str(f)])
+    assert res.exit_code == 2 and "deal source (a: splitmix64" in res.stderr and "seed (" not in res.stderr
+    c = sim.run("random", 300, seed=1, workers=1, out=tmp_path / "c").path
+    manifest = json.loads((c / "manifest.json").read_text())
+    manifest["status"] = "incomplete"
+    (c / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(UsageError, match="incomplete"):
+        compare_runs([a, c])
+    for args in (["compare", str(a)], ["compare"], ["compare", str(a), str(c), "--policy", "greedy"]):
+        assert cli.invoke(app, args).exit_code == 2
+
+
+def test_sweep_runs_every_combination_on_the_same_deals(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = cli.invoke(app, ["sweep", "--policy", "greedy", "-n", str(N), "--seed", "3", "-w", "2", "-q",
+                           "--rule", "max_face_down=3,5", "--rule", "max_pile=3,4", "--record-deals",
+                           "--format", "json", "--png", str(tmp_path / "sweep.png")])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    got = [(row["max_face_down"], row["max_pile"]) for row in data["rows"]]
+    assert got == [("3", "3"), ("3", "4"), ("5", "3"), ("5", "4")]
+    decks = None
+    for row in data["rows"]:
+        df = games(tmp_path / row["path"])
+        manifest = json.loads((tmp_path / row["path"] / "manifest.json").read_text())
+        assert manifest["rules"]["max_face_down"] == int(row["max_face_down"])
+        assert manifest["rules"]["max_pile"] == int(row["max_pile"])
+        assert row["games"] == df.height == N and row["wins"] == df["won"].sum()
+        assert row["mean_score"] == pytest.approx(df["score"].mean())
+        assert row["win_rate_low"] < row["win_rate"] < row["win_rate_high"]
+        this = df.sort("game")["deck"]
+        assert decks is None or (this == decks).all()
+        decks = this
+    rates = {(r["max_face_down"], r["max_pile"]): r["win_rate"] for r in data["rows"]}
+    assert rates[("5", "4")] > rates[("3", "4")]  # more face-down cards allowed: more wins on the same deals
+    png = (tmp_path / "sweep.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    assert Image.open(io.BytesIO(png)).size[0] >= 500
+    text = cli.invoke(app, ["sweep", "-n", str(N), "--seed", "3", "-q", "--rule", "max_face_down=3,5",
+                            "--rule", "max_pile=3,4"])
+    assert text.exit_code == 0 and text.stdout.count("reused") == 4
+    assert text.stdout.splitlines()[-7].split()[:2] == ["max_face_down", "max_pile"]
+
+
+def test_sweep_options_are_parsed_and_checked():
+    axes = parse_sweep_options(["max_face_down=3,4,5", "adjacency=orthogonal,king"])
+    assert axes == [("max_face_down", ["3", "4", "5"]), ("adjacency", ["orthogonal", "king"])]
+    assert combinations(axes)[:3] == [{"max_face_down": "3", "adjacency": "orthogonal"},
+                                      {"max_face_down": "3", "adjacency": "king"},
+                                      {"max_face_down": "4", "adjacency": "orthogonal"}]
+    assert len(combinations(axes)) == 6
+    for bad, fragment in ((["max_face_down=3,99"], "0..15"), (["colour=red"], "valid rules"),
+                          (["max_pile"], "KEY=V1,V2"), (["max_pile=3", "max_pile=4"], "twice"), ([], "at least one")):
+        with pytest.raises(UsageError, match=fragment):
+            parse_sweep_options(bad)
+    res = cli.invoke(app, ["sweep", "-n", "10", "--rule", "grid=1,2"])
+    assert res.exit_code == 2 and res.stderr.startswith("Error:") and "grid" in res.stderr

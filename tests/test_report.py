@@ -1,0 +1,137 @@
+"""`sim report`: its figures equal direct polars queries of the same Parquet; text, JSON, Markdown, PNG, HTML."""
+
+import base64
+import io
+import json
+import re
+import shutil
+
+import polars as pl
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+import sim
+from sim.cli import app
+from sim.report import load_report, render_markdown, render_text
+from sim.stats import wilson
+
+cli = CliRunner()
+N = 2000
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("runs")
+    greedy = sim.run("greedy", N, seed=11, workers=2, out=base / "greedy").path
+    variant = sim.run("greedy", N, seed=11, workers=2, out=base / "mfd5",
+                      rules=sim.Rules(max_face_down=5)).path
+    return greedy, variant
+
+
+def games(run_dir) -> pl.DataFrame:
+    return pl.read_parquet(run_dir / "games" / "*.parquet")
+
+
+def test_report_counts_equal_a_direct_polars_query(runs):
+    run_dir = runs[0]
+    df = games(run_dir)
+    r = load_report(run_dir)
+    assert r.games == df.height == N
+    assert r.wins == df["won"].sum() and r.losses == N - r.wins
+    assert (r.win_rate_low, r.win_rate_high) == pytest.approx(wilson(r.wins, N))
+    direct = dict(df.filter(pl.col("won")).group_by("score").len().iter_rows())
+    assert len(r.score_counts) == 25 and [s for s, _ in r.score_counts] == list(range(25))
+    assert {s: k for s, k in r.score_counts if k} == direct
+    assert dict(r.ends) == {e: df.filter(pl.col("end") == e).height
+                            for e in ("win", "too_many_face_down", "stock_empty", "no_move")}
+    for won, pairs in ((True, r.cards_played_wins), (False, r.cards_played_losses)):
+        assert dict(pairs) == dict(df.filter(pl.col("won") == won).group_by("cards_played").len().iter_rows())
+    assert dict(r.face_down_at_loss) == dict(df.filter(~pl.col("won")).group_by("face_down").len().iter_rows())
+    scores = df["score"].drop_nulls()
+    assert r.score_mean == pytest.approx(scores.mean())
+    for q, got in ((0.25, r.score_q1), (0.5, r.score_median), (0.75, r.score_q3)):
+        assert got == pytest.approx(scores.quantile(q, interpolation="linear"))
+    assert r.status == "complete" and r.warnings == ()
+
+
+def test_text_report_shows_the_tables_and_a_histogram(runs):
+    r = load_report(runs[0])
+    text = render_text([r], width=100)
+    assert re.search(rf"^games +{N:,}$", text, re.M) and re.search(rf"^wins +{r.wins:,}$", text, re.M)
+    for title in ("Score distribution", "End reasons", "Cards played by outcome", "Face-down top cards at a loss"):
+        assert title in text
+    histogram = text.split("Score distribution\n")[1].split("\n\n")[0]
+    lines = {m.group(1): m.group(0) for m in re.finditer(r"^ *(\d+|lost) .*$", histogram, re.M)}
+    assert list(lines) == [str(s) for s in range(25)] + ["lost"]
+    top_score, top_count = max(r.score_counts, key=lambda sk: sk[1])
+    assert f"{top_count:,}" in lines[str(top_score)] and lines[str(top_score)].rstrip().endswith("#")
+    assert f"{r.losses:,}" in lines["lost"] and lines["lost"].rstrip().endswith(">")  # the lost bar is cut
+    bars = {s: len(re.search(r"(#*)>?$", lines[str(s)].rstrip()).group(1)) for s, k in r.score_counts if k}
+    assert bars[top_score] == max(bars.values()) and all(len(line) <= 100 for line in text.splitlines())
+    md = render_markdown([r])
+    assert "| score | games | of wins | of games |" in md and f"| lost | {r.losses:,} |" in md
+
+
+def test_cli_json_and_markdown_carry_the_same_figures(runs):
+    res = cli.invoke(app, ["report", str(runs[0]), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)["runs"][0]
+    r = load_report(runs[0])
+    assert data["games"] == N and data["wins"] == r.wins
+    assert {d["score"]: d["count"] for d in data["score_distribution"]} == dict(r.score_counts)
+    assert data["lost"]["count"] == r.losses and data["ends"] == dict(r.ends)
+    assert data["cards_played"]["losses"] == {str(c): k for c, k in r.cards_played_losses}
+    md = cli.invoke(app, ["report", str(runs[0]), "--format", "markdown"])
+    assert md.exit_code == 0 and f"| wins | {r.wins:,} |" in md.stdout
+
+
+def assert_real_png(data: bytes, min_size=(400, 250)):
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    img = Image.open(io.BytesIO(data))
+    img.load()
+    assert img.size[0] >= min_size[0] and img.size[1] >= min_size[1]
+    colours = img.convert("RGB").getcolors(maxcolors=1_000_000)
+    assert colours is not None and len(colours) > 20  # not a blank canvas
+
+
+def test_png_and_html_of_several_runs(runs, tmp_path):
+    res = cli.invoke(app, ["report", *map(str, runs), "--png", str(tmp_path / "figs"), "--html", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    assert "Runs" in res.stdout  # the overview table of several runs
+    for name in ("score_distribution.png", "cards_played.png"):
+        assert_real_png((tmp_path / "figs" / name).read_bytes())
+    page = (tmp_path / "r.html").read_text()
+    r = load_report(runs[1])
+    assert "<table>" in page and "Score distribution" in page and f"{r.wins:,}" in page and runs[1].name in page
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(images) == 2
+    for data in images:
+        assert_real_png(base64.b64decode(data))
+    # nothing remote: every src/href is a data: URI; no URL, stylesheet link, script or CSS import
+    assert all(v.startswith("data:") for v in re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', page))
+    text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", page)
+    assert not re.search(r"https?:|ftp:|<link|<script|<iframe|@import|url\(", text, re.I)
+
+
+def test_an_incomplete_run_is_reported_with_a_warning(runs, tmp_path):
+    run_dir = tmp_path / "partial"
+    shutil.copytree(runs[0], run_dir)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["status"] = "incomplete"
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    part = sorted((run_dir / "games").glob("*.parquet"))[-1]
+    missing = pl.read_parquet(part).height
+    part.unlink()
+    res = cli.invoke(app, ["report", str(run_dir)])
+    assert res.exit_code == 0, res.output
+    assert "WARNING: run is incomplete" in res.stdout and f"{N - missing:,} of {N:,}" in res.stdout
+    assert load_report(run_dir).games == N - missing
+
+
+def test_not_a_run_is_a_one_line_usage_error(tmp_path):
+    res = cli.invoke(app, ["report", str(tmp_path)])
+    assert res.exit_code == 2
+    assert res.stderr.strip().startswith("Error:") and len(res.stderr.strip().splitlines()) == 1
+    res = cli.invoke(app, ["report", str(tmp_path), "--format", "yaml"])
+    assert res.exit_code == 2 and "--format" in res.stderr

@@ -1,0 +1,92 @@
+"""sim.stats against values computed independently: textbook examples, exact sums, simulation."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from sim.stats import mcnemar_exact, paired_difference_interval, quantile_from_counts, wilson
+
+
+def test_wilson_on_hand_made_tables():
+    # 8 of 10: centre (0.8 + z^2/20) / (1 + z^2/10), known answer (0.4902, 0.9433)
+    low, high = wilson(8, 10)
+    assert low == pytest.approx(0.4902, abs=5e-5) and high == pytest.approx(0.9433, abs=5e-5)
+    # 0 of n: the lower end is 0 and the upper end has the closed form z^2 / (n + z^2)
+    z2 = 1.959963984540054 ** 2
+    assert wilson(0, 10) == pytest.approx((0.0, z2 / (10 + z2)))
+    assert wilson(10, 10) == pytest.approx((10 / (10 + z2), 1.0))
+    # 1 of 2 is symmetric about one half
+    low, high = wilson(1, 2)
+    assert low + high == pytest.approx(1.0)
+    assert all(math.isnan(x) for x in wilson(0, 0))
+    with pytest.raises(ValueError):
+        wilson(3, 2)
+
+
+def exact_mcnemar(b: int, c: int) -> float:
+    """2 * P(X <= min(b, c)), X ~ Binomial(b + c, 1/2), capped at 1: summed exactly with fractions."""
+    m = b + c
+    tail = sum(Fraction(math.comb(m, k), 2 ** m) for k in range(min(b, c) + 1))
+    return float(min(Fraction(1), 2 * tail))
+
+
+@pytest.mark.parametrize("b,c,expected", [
+    (1, 6, 0.125),      # 2 * (1 + 7) / 128
+    (6, 1, 0.125),      # symmetric
+    (0, 5, 0.0625),     # 2 / 32
+    (3, 3, 1.0),
+    (0, 0, 1.0),        # no discordant game: no evidence either way
+    (0, 1, 1.0),
+])
+def test_mcnemar_exact_on_hand_made_tables(b, c, expected):
+    assert mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("b,c", [(10, 25), (40, 31), (2, 17), (117, 160)])
+def test_mcnemar_exact_equals_the_exact_binomial_sum(b, c):
+    assert mcnemar_exact(b, c) == pytest.approx(exact_mcnemar(b, c), rel=1e-9)
+
+
+def test_paired_interval_matches_a_textbook_example():
+    # Agresti, Categorical Data Analysis, presidential approval: 1600 people asked twice,
+    # 150 approve -> disapprove, 86 disapprove -> approve. Difference 0.04, 95% CI (0.021, 0.059).
+    low, high = paired_difference_interval(1600, 150, 86)
+    assert round(low, 3) == 0.021 and round(high, 3) == 0.059
+    assert (low + high) / 2 == pytest.approx((150 - 86) / 1600, abs=1e-3)
+
+
+def test_paired_interval_is_antisymmetric_and_never_degenerate():
+    low, high = paired_difference_interval(50, 7, 2)
+    low2, high2 = paired_difference_interval(50, 2, 7)
+    assert (low, high) == pytest.approx((-high2, -low2))
+    low, high = paired_difference_interval(20, 0, 0)  # the plain Wald interval would be [0, 0]
+    assert low < 0 < high and high == pytest.approx(-low)
+    low, high = paired_difference_interval(5, 5, 0)
+    assert -1 <= low < 1 and high <= 1
+    assert all(math.isnan(x) for x in paired_difference_interval(0, 0, 0))
+    with pytest.raises(ValueError):
+        paired_difference_interval(10, 6, 6)
+
+
+def test_paired_interval_covers_the_true_difference_about_95_percent_of_the_time():
+    rng = np.random.default_rng(1)
+    n, probs = 60, [0.15, 0.05, 0.3, 0.5]  # A only, B only, both, neither
+    truth = probs[0] - probs[1]
+    tables = rng.multinomial(n, probs, size=20_000)
+    covered = 0
+    for b, c, _, _ in tables:
+        low, high = paired_difference_interval(n, b, c)
+        covered += low <= truth <= high
+    assert 0.93 <= covered / len(tables) <= 0.97
+
+
+def test_quantiles_from_counts_equal_numpy_linear_quantiles():
+    rng = np.random.default_rng(2)
+    values = rng.integers(0, 25, size=1001)
+    counts = dict(zip(*np.unique(values, return_counts=True)))
+    for q in (0, 0.1, 0.25, 0.5, 0.75, 0.9, 1):
+        assert quantile_from_counts(counts, q) == pytest.approx(np.quantile(values, q))
+    assert quantile_from_counts({3: 1, 7: 1}, 0.5) == 5.0
+    assert quantile_from_counts({}, 0.5) is None
