@@ -393,7 +393,6 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
         raise UsageError("the same run is asked for twice: " + ", ".join(sorted({str(d) for d in dirs if dirs.count(d) > 1})))
     plan = []
     for config, out in zip(configs, dirs):
-        problem = None
         if out.exists() and not force:
             problem = _reuse_problem(out, config)
             if problem:
