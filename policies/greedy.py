@@ -5,44 +5,43 @@ and scored by the key (face-down top cards after, -(piles after), cell);
 the smallest key is played: fewest face-down cards, then opening a new
 pile, then the lowest canonical cell.
 
-The key is packed into one integer, ``down * 128 + occupied * 64 + cell``,
-and the loop has no data-dependent branches: it runs once per legal cell
-of every turn, and this is the hot path of a greedy run.
+The key is packed into one integer, ``down * 128 + occupied * 64 + cell``.
+The loop over the legal cells is the hot path of a greedy run, so it has no
+data-dependent branches, and what does not depend on the cell is worked out
+once per turn: the face-up tops ranked at least / at most the card, as masks.
+A cell's checks then only need its row's and column's other cells
+(`sim.kernels.line_turns`).
 """
 
 import numpy as np
 from numba import njit
 
 from sim.kernels import (
-    COL_MASK, COL_OF, COL_UPS, FACE_DOWN, OCCUPIED, RANK_SHIFT, RANKS_AT_LEAST, RANKS_AT_MOST,
-    ROW_MASK, ROW_OF, ROW_UPS, TOP, popcount, trailing_zeros,
+    COL_OTHERS_OF, FACE_DOWN, OCCUPIED, ROW_OTHERS_OF, line_turns, popcount, ranks_above_and_equal,
+    trailing_zeros,
 )
+
+KEY_DOWN_SHIFT = 7  # key = down << 7 | occupied << 6 | cell
+KEY_OCCUPIED_SHIFT = 6
+KEY_CELL = 63
 
 
 @njit(cache=True, inline="always")
 def choose(state, rules, card, legal, rng):
     occupied = state[OCCUPIED]
     face_down = state[FACE_DOWN]
+    above, same = ranks_above_and_equal(state, card)
     face_up = occupied & ~face_down
-    above = RANKS_AT_LEAST[card]
-    below = RANKS_AT_MOST[card]
+    higher = face_up & (above | same)  # face-up tops ranked >= card
+    lower = face_up & ~above  # face-up tops ranked <= card
     best = np.int64(1) << 40
     m = legal
     while m:
         cell = trailing_zeros(m)
         m &= m - 1
-        bit = np.int64(1) << cell
-        row = ROW_OF[cell]
-        col = COL_OF[cell]
-        # The covered top card of this cell takes no part in its lines' checks.
-        own = ((face_up >> cell) & 1) << (RANK_SHIFT * state[TOP + cell])
-        row_ups = state[ROW_UPS + row] - own
-        col_ups = state[COL_UPS + col] - own
-        row_fires = np.int64(((row_ups & above) == 0) | ((row_ups & below) == 0))
-        col_fires = np.int64(((col_ups & above) == 0) | ((col_ups & below) == 0))
-        others = occupied & ~bit
-        turn = (others & ROW_MASK[row] & -row_fires) | (others & COL_MASK[col] & -col_fires)
-        down = popcount((face_down & ~bit) ^ turn)
-        key = (down << 7) | (((occupied >> cell) & 1) << 6) | cell
+        turn = line_turns(ROW_OTHERS_OF[cell], higher, lower) | line_turns(COL_OTHERS_OF[cell], higher, lower)
+        # The new card covers the cell's top card (face down or not).
+        down = popcount((face_down ^ (turn & occupied)) & ~(np.int64(1) << cell))
+        key = (down << KEY_DOWN_SHIFT) | (((occupied >> cell) & 1) << KEY_OCCUPIED_SHIFT) | cell
         best = min(best, key)
-    return best & 63
+    return best & KEY_CELL

@@ -41,6 +41,10 @@ def play_game(deck, policy_id, rules, rng, state, moves, fired):
     Returns (end code, cards played). The final position stays in `state`.
     On END_ILLEGAL_MOVE, moves[cards played] holds the cell the policy returned.
     """
+    # Uncounted views: passing arrays to the (inlined) kernels of every turn
+    # would otherwise cost atomic reference-count updates (see K.borrowed).
+    deck, rules, rng = K.borrowed(deck), K.borrowed(rules), K.borrowed(rng)
+    state, moves, fired = K.borrowed(state), K.borrowed(moves), K.borrowed(fired)
     K.reset(state)
     for t in range(K.DECK_SIZE):
         card = deck[t]
@@ -54,7 +58,7 @@ def play_game(deck, policy_id, rules, rng, state, moves, fired):
             return K.END_ILLEGAL_MOVE, t
         fired[t] = K.place(state, rules, cell, card)
         end = K.end_of_turn(state, rules)
-        if end >= 0:
+        if end != K.GOES_ON:
             return end, t + 1
     return K.END_STOCK_EMPTY, K.DECK_SIZE  # unreachable: end_of_turn ends at 40
 
@@ -79,6 +83,9 @@ def play_seeded_batch(seed, first_game, count, policy_id, rules, record, decks,
 
     With `record`, each deck is kept in decks[i]; otherwise decks may be 1 row.
     """
+    # Uncounted views of the arguments, for speed (see K.borrowed).
+    decks, rules, end, cards_played = K.borrowed(decks), K.borrowed(rules), K.borrowed(end), K.borrowed(cards_played)
+    face_down, piles, score, illegal = K.borrowed(face_down), K.borrowed(piles), K.borrowed(score), K.borrowed(illegal)
     state = np.empty(K.STATE_SIZE, np.int64)
     moves = np.empty(K.DECK_SIZE + 1, np.int64)
     fired = np.empty(K.DECK_SIZE, np.int64)
@@ -96,6 +103,9 @@ def play_seeded_batch(seed, first_game, count, policy_id, rules, record, decks,
 def play_deck_batch(decks, seed, first_game, policy_id, rules,
                     end, cards_played, face_down, piles, score, illegal):
     """Play given decks; row i is game first_game + i (for the policy's stream)."""
+    # Uncounted views of the arguments, for speed (see K.borrowed).
+    decks, rules, end, cards_played = K.borrowed(decks), K.borrowed(rules), K.borrowed(end), K.borrowed(cards_played)
+    face_down, piles, score, illegal = K.borrowed(face_down), K.borrowed(piles), K.borrowed(score), K.borrowed(illegal)
     state = np.empty(K.STATE_SIZE, np.int64)
     moves = np.empty(K.DECK_SIZE + 1, np.int64)
     fired = np.empty(K.DECK_SIZE, np.int64)
@@ -107,6 +117,7 @@ def play_deck_batch(decks, seed, first_game, policy_id, rules,
 
 @njit(cache=True)
 def deal_batch(seed, first_game, decks):
+    decks = K.borrowed(decks)  # no reference counting per row (see K.borrowed)
     for i in range(decks.shape[0]):
         K.deal_into(seed, first_game + i, decks[i])
 

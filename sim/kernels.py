@@ -26,10 +26,23 @@ offset          meaning
 ``ROW_UPS + r`` face-up top ranks of row r, packed as counts: 4 bits per
                 rank, at bit ``4 * rank`` (derived, kept for fast checks)
 ``COL_UPS + c`` the same for column c
+``OPEN``        mask of the empty cells where a new pile may go (derived:
+                the empty part of `legal_cells`, updated when a pile opens
+                instead of rebuilt every turn)
+``RANK_BIT + i``  mask of the cells whose top rank has bit ``i`` set,
+                i = 0..3 (derived: the top ranks "bit-sliced", so that a few
+                mask operations find all tops above or equal to a rank at
+                once; see `ranks_above_and_equal`)
 ==============  ==========================================================
 
 The stock's order is never in the state: a policy sees only what a player
 sees (RULES.md allows counting cards, not peeking).
+
+Speed notes: a greedy run spends nearly all its time in the per-turn kernels
+below and in `policies.greedy`, so they avoid what is slow in compiled
+loops: unpredictable branches (a mispredicted branch costs more than the
+arithmetic it saves; see `opaque`), reference counting of arrays (see
+`borrowed`) and allocating arrays.
 """
 
 import numpy as np
@@ -46,6 +59,7 @@ CENTRE = 24
 DECK_SIZE = 40
 RANKS = 10
 COPIES = 4
+RANK_BITS = 4  # bits of a rank 1..10
 
 # --- State layout ---------------------------------------------------------
 TOP = 0
@@ -64,7 +78,9 @@ TURN = MAX_COL + 1
 STOCK_LEFT = TURN + 1
 ROW_UPS = STOCK_LEFT + 1
 COL_UPS = ROW_UPS + 7
-STATE_SIZE = COL_UPS + 7
+OPEN = COL_UPS + 7
+RANK_BIT = OPEN + 1
+STATE_SIZE = RANK_BIT + RANK_BITS
 
 # --- Rules layout (int64 array built by sim.Rules.as_array) ---------------
 RULE_KING = 0
@@ -79,6 +95,7 @@ END_TOO_MANY_FACE_DOWN = 1
 END_STOCK_EMPTY = 2
 END_NO_MOVE = 3
 END_ILLEGAL_MOVE = 4  # a policy returned a cell that is not legal
+GOES_ON = -1  # end_of_turn: the game is not over
 
 # --- Checks that fired on a placement (bit flags) ---------------------------
 FIRED_ROW = 1
@@ -102,7 +119,25 @@ def _masks():
     return rows, cols, band_rows, band_cols
 
 
+def _neighbour_masks():
+    """(orthogonal, diagonal) neighbours of each cell, as masks indexed by cell."""
+    orthogonal = np.zeros(CELLS, np.int64)
+    diagonal = np.zeros(CELLS, np.int64)
+    for cell in range(CELLS):
+        row, col = divmod(cell, SIDE)
+        for dr in (-1, 0, 1):
+            for dc in (-1, 0, 1):
+                r, c = row + dr, col + dc
+                if (dr or dc) and 0 <= r < SIDE and 0 <= c < SIDE:
+                    if dr and dc:
+                        diagonal[cell] |= np.int64(1) << (r * SIDE + c)
+                    else:
+                        orthogonal[cell] |= np.int64(1) << (r * SIDE + c)
+    return orthogonal, diagonal
+
+
 ROW_MASK, COL_MASK, BAND_ROWS, BAND_COLS = _masks()
+ORTHOGONAL_OF, DIAGONAL_OF = _neighbour_masks()
 BOARD = (np.int64(1) << CELLS) - 1
 NOT_FIRST_COL = BOARD & ~COL_MASK[0]
 NOT_LAST_COL = BOARD & ~COL_MASK[SIDE - 1]
@@ -128,8 +163,11 @@ def _rank_masks():
 RANKS_AT_LEAST, RANKS_AT_MOST = _rank_masks()
 ROW_OF = np.arange(CELLS, dtype=np.int64) // SIDE
 COL_OF = np.arange(CELLS, dtype=np.int64) % SIDE
+# The other cells of each cell's row and column (the "others" of its checks).
+ROW_OTHERS_OF = ROW_MASK[ROW_OF] & ~(np.int64(1) << np.arange(CELLS, dtype=np.int64))
+COL_OTHERS_OF = COL_MASK[COL_OF] & ~(np.int64(1) << np.arange(CELLS, dtype=np.int64))
 
-# --- Bit helpers ----------------------------------------------------------
+# --- Compiler helpers -------------------------------------------------------
 
 
 @intrinsic
@@ -142,6 +180,51 @@ def popcount(typingctx, src):
         return builder.ctpop(args[0])
 
     return src(src), codegen
+
+
+@intrinsic
+def opaque(typingctx, src):
+    """`src` unchanged, through an empty inline-assembly "value barrier".
+
+    Keeps hot loops free of data-dependent branches: LLVM cannot see that
+    the value is a 0/-1 mask, so it keeps `mask & x` as one instruction
+    instead of turning it into a select, which its x86 back end may compile
+    into an unpredictable branch.
+    """
+    if not isinstance(src, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ty = args[0].type
+        return builder.asm(ir.FunctionType(ty, [ty]), "", "=r,0", [args[0]], side_effect=False)
+
+    return src(src), codegen
+
+
+@intrinsic
+def borrowed(typingctx, arr):
+    """A view of `arr` that is not reference counted.
+
+    numba counts references to an array with atomic increments and
+    decrements each time the array is bound to a variable, including the
+    arguments of inlined functions; in the game loop those cost more than
+    the game itself. The view has no owner (NULL meminfo), so its counting
+    compiles to nothing. Use it only while `arr` is certainly alive, e.g.
+    on a function's own argument, within that call.
+    """
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        view = context.make_array(signature.args[0])(context, builder, value=args[0])
+        view.meminfo = context.get_constant_null(types.MemInfoPointer(types.voidptr))
+        view.parent = context.get_constant_null(types.pyobject)
+        return view._getvalue()
+
+    return arr(arr), codegen
+
+
+# --- Bit helpers ----------------------------------------------------------
 
 
 @njit(cache=True, inline="always")
@@ -199,13 +282,17 @@ def next_below(rng, n):
 
 @njit(cache=True, inline="always")
 def deal_into(seed, game, deck):
-    """Fisher-Yates shuffle of the sorted 40-card deck, keyed by (seed, game)."""
+    """Fisher-Yates shuffle of the sorted 40-card deck, keyed by (seed, game).
+
+    The draws are `next_below`'s, with the stream kept in a local variable
+    rather than an rng array (which would be allocated for every deal).
+    """
     for i in range(DECK_SIZE):
         deck[i] = i // COPIES + 1
-    rng = np.empty(1, np.uint64)
-    rng[0] = stream_start(seed, game, STREAM_DEAL)
+    stream = stream_start(seed, game, STREAM_DEAL)
     for i in range(DECK_SIZE - 1, 0, -1):
-        j = next_below(rng, i + 1)
+        stream += GOLDEN
+        j = mix64(stream) % np.uint64(i + 1)
         t = deck[i]
         deck[i] = deck[j]
         deck[j] = t
@@ -217,7 +304,8 @@ def deal_into(seed, game, deck):
 @njit(cache=True, inline="always")
 def reset(state):
     """Empty board, full stock."""
-    state[:] = 0
+    for k in range(STATE_SIZE):
+        state[k] = 0
     for r in range(1, RANKS + 1):
         state[STOCK + r] = COPIES
     state[MIN_ROW] = SIDE
@@ -225,6 +313,7 @@ def reset(state):
     state[MIN_COL] = SIDE
     state[MAX_COL] = -1
     state[STOCK_LEFT] = DECK_SIZE
+    state[OPEN] = np.int64(1) << CENTRE
 
 
 @njit(cache=True, inline="always")
@@ -235,33 +324,44 @@ def draw(state, rank):
 
 
 @njit(cache=True, inline="always")
-def legal_cells(state, rules):
-    """Mask of cells where the next card may go."""
-    occupied = state[OCCUPIED]
-    if occupied == 0:
-        return np.int64(1) << CENTRE
-    stack = occupied & ~state[FULL]
-    nb = (
-        (occupied << SIDE)
-        | (occupied >> SIDE)
-        | ((occupied & NOT_LAST_COL) << 1)
-        | ((occupied & NOT_FIRST_COL) >> 1)
-    )
-    if rules[RULE_KING]:
-        nb |= (
-            ((occupied & NOT_LAST_COL) << (SIDE + 1))
-            | ((occupied & NOT_FIRST_COL) << (SIDE - 1))
-            | ((occupied & NOT_LAST_COL) >> (SIDE - 1))
-            | ((occupied & NOT_FIRST_COL) >> (SIDE + 1))
-        )
-    nb &= BOARD & ~occupied
+def grid_band(state, rules):
+    """Cells a new pile may take without the grid outgrowing `grid` rows or columns."""
     grid = rules[RULE_GRID]
     row_lo = max(0, state[MAX_ROW] - grid + 1)
     row_hi = min(SIDE - 1, state[MIN_ROW] + grid - 1)
     col_lo = max(0, state[MAX_COL] - grid + 1)
     col_hi = min(SIDE - 1, state[MIN_COL] + grid - 1)
-    band = BAND_ROWS[row_lo * SIDE + row_hi] & BAND_COLS[col_lo * SIDE + col_hi]
-    return stack | (nb & band)
+    return BAND_ROWS[row_lo * SIDE + row_hi] & BAND_COLS[col_lo * SIDE + col_hi]
+
+
+@njit(cache=True, inline="always")
+def neighbours(cell, rules):
+    """Cells adjacent to `cell` under the rules' adjacency."""
+    return ORTHOGONAL_OF[cell] | (DIAGONAL_OF[cell] & -rules[RULE_KING])
+
+
+@njit(cache=True, inline="always")
+def open_cells(state, rules):
+    """Empty cells where a new pile may go: next to a pile, inside the grid limit.
+
+    Rebuilt from OCCUPIED and the bounding box (the centre on an empty
+    table); `place` keeps state[OPEN] up to date without rebuilding it.
+    """
+    occupied = state[OCCUPIED]
+    if occupied == 0:
+        return np.int64(1) << CENTRE
+    near = np.int64(0)
+    m = occupied
+    while m:
+        near |= neighbours(trailing_zeros(m), rules)
+        m &= m - 1
+    return near & ~occupied & grid_band(state, rules)
+
+
+@njit(cache=True, inline="always")
+def legal_cells(state, rules):
+    """Mask of cells where the next card may go."""
+    return (state[OCCUPIED] & ~state[FULL]) | state[OPEN]
 
 
 @njit(cache=True, inline="always")
@@ -283,25 +383,20 @@ def placement_flips(state, cell, rank):
     card, so evaluating both on the state before the placement equals doing
     the row check first, then the column check.
     """
-    bit = np.int64(1) << cell
-    row = cell // SIDE
-    col = cell % SIDE
-    row_ups = state[ROW_UPS + row]
-    col_ups = state[COL_UPS + col]
-    if state[OCCUPIED] & ~state[FACE_DOWN] & bit:
-        own = np.int64(1) << (RANK_SHIFT * state[TOP + cell])
-        row_ups -= own
-        col_ups -= own
-    others = state[OCCUPIED] & ~bit
-    fired = 0
-    turn = np.int64(0)
-    if line_fires(row_ups, rank):
-        fired |= FIRED_ROW
-        turn |= others & ROW_MASK[row]
-    if line_fires(col_ups, rank):
-        fired |= FIRED_COL
-        turn |= others & COL_MASK[col]
-    return fired, turn
+    row = ROW_OF[cell]
+    col = COL_OF[cell]
+    face_up = state[OCCUPIED] & ~state[FACE_DOWN]
+    # The covered top card, when face up, leaves its lines' counts.
+    own = ((face_up >> cell) & 1) << (RANK_SHIFT * state[TOP + cell])
+    row_ups = state[ROW_UPS + row] - own
+    col_ups = state[COL_UPS + col] - own
+    above = RANKS_AT_LEAST[rank]
+    below = RANKS_AT_MOST[rank]
+    row_fires = np.int64(((row_ups & above) == 0) | ((row_ups & below) == 0))
+    col_fires = np.int64(((col_ups & above) == 0) | ((col_ups & below) == 0))
+    others = (ROW_OTHERS_OF[cell] & opaque(-row_fires)) | (COL_OTHERS_OF[cell] & opaque(-col_fires))
+    turn = state[OCCUPIED] & others
+    return FIRED_ROW * row_fires | FIRED_COL * col_fires, turn
 
 
 @njit(cache=True, inline="always")
@@ -313,11 +408,48 @@ def face_down_after(state, cell, rank):
 
 
 @njit(cache=True, inline="always")
+def ranks_above_and_equal(state, rank):
+    """(mask of the tops ranked above `rank`, mask of the tops equal to it).
+
+    A bit-sliced comparison over the RANK_BIT planes, most significant bit
+    first: a top is above once it has a 1 where `rank` has a 0 while all
+    higher bits were equal. Empty cells (rank 0) are in neither mask.
+    """
+    above = np.int64(0)
+    same = np.int64(-1)
+    for i in range(RANK_BITS - 1, -1, -1):
+        plane = state[RANK_BIT + i]
+        ones = -((np.int64(rank) >> i) & 1)  # all ones when rank has bit i
+        above |= same & plane & ~ones
+        same &= ~(plane ^ ones)
+    return above, same
+
+
+@njit(cache=True, inline="always")
+def line_turns(others, higher, lower):
+    """The cells of `others` that a check turns over: all of them when it fires, else none.
+
+    `others` are the cells of the placed card's line except its own cell;
+    `higher` and `lower` the face-up tops ranked >= and <= the placed card.
+    The check fires unless the others hold one of each. Branch-free.
+    """
+    # For a mask x < 2**63, -x is negative exactly when x is not empty.
+    blocked = ((-(higher & others)) & (-(lower & others))) >> 63
+    return others & ~opaque(blocked)
+
+
+@njit(cache=True, inline="always")
+def _nibble(rank):
+    """A rank's count unit in the packed ROW_UPS/COL_UPS counts."""
+    return np.int64(1) << (RANK_SHIFT * rank)
+
+
+@njit(cache=True, inline="always")
 def _count_up(state, cell, delta):
     """Add (delta=+1) or remove (-1) the top of `cell` in its lines' packed counts."""
-    v = delta * (np.int64(1) << (RANK_SHIFT * state[TOP + cell]))
-    state[ROW_UPS + cell // SIDE] += v
-    state[COL_UPS + cell % SIDE] += v
+    v = delta * _nibble(state[TOP + cell])
+    state[ROW_UPS + ROW_OF[cell]] += v
+    state[COL_UPS + COL_OF[cell]] += v
 
 
 @njit(cache=True, inline="always")
@@ -328,31 +460,42 @@ def place(state, rules, cell, rank):
     """
     fired, turn = placement_flips(state, cell, rank)
     bit = np.int64(1) << cell
-    if state[OCCUPIED] & bit == 0:
-        state[OCCUPIED] |= bit
-        state[PILES] += 1
-        row = cell // SIDE
-        col = cell % SIDE
-        state[MIN_ROW] = min(state[MIN_ROW], row)
-        state[MAX_ROW] = max(state[MAX_ROW], row)
-        state[MIN_COL] = min(state[MIN_COL], col)
-        state[MAX_COL] = max(state[MAX_COL], col)
-    elif state[FACE_DOWN] & bit == 0:
-        _count_up(state, cell, -1)
-    state[TOP + cell] = rank
-    _count_up(state, cell, 1)
-    state[HEIGHT + cell] += 1
-    if state[HEIGHT + cell] >= rules[RULE_MAX_PILE]:
-        state[FULL] |= bit
-    fd = state[FACE_DOWN] & ~bit
+    occupied = state[OCCUPIED]
+    face_down = state[FACE_DOWN]
+    # A new pile: done without a branch (whether a card opens a pile is
+    # unpredictable), as each update leaves the state as it is when the
+    # cell already holds a pile (the box already holds it; so does OPEN's
+    # frontier). The band only shrinks as the grid grows, so the cells open
+    # before stay open unless the new band excludes them.
+    row = ROW_OF[cell]
+    col = COL_OF[cell]
+    state[OCCUPIED] = occupied | bit
+    state[PILES] += 1 - ((occupied >> cell) & 1)
+    state[MIN_ROW] = min(state[MIN_ROW], row)
+    state[MAX_ROW] = max(state[MAX_ROW], row)
+    state[MIN_COL] = min(state[MIN_COL], col)
+    state[MAX_COL] = max(state[MAX_COL], col)
+    state[OPEN] = (state[OPEN] | neighbours(cell, rules)) & ~(occupied | bit) & grid_band(state, rules)
+    # Line counts: the new top replaces the covered one (if that was face
+    # up), and each turned top joins (was face down) or leaves its lines.
+    was_up = ((occupied & ~face_down) >> cell) & 1
+    delta = _nibble(rank) - was_up * _nibble(state[TOP + cell])
+    state[ROW_UPS + row] += delta
+    state[COL_UPS + col] += delta
     m = turn
     while m:
         t = trailing_zeros(m)
         m &= m - 1
-        _count_up(state, t, 1 if fd & (np.int64(1) << t) else -1)
-    fd ^= turn
-    state[FACE_DOWN] = fd
-    state[FACE_DOWN_COUNT] = popcount(fd)
+        _count_up(state, t, 2 * ((face_down >> t) & 1) - 1)
+    state[TOP + cell] = rank
+    for i in range(RANK_BITS):
+        state[RANK_BIT + i] = (state[RANK_BIT + i] & ~bit) | (((np.int64(rank) >> i) & 1) << cell)
+    height = state[HEIGHT + cell] + 1
+    state[HEIGHT + cell] = height
+    state[FULL] |= bit & -np.int64(height >= rules[RULE_MAX_PILE])
+    face_down = (face_down & ~bit) ^ turn
+    state[FACE_DOWN] = face_down
+    state[FACE_DOWN_COUNT] = popcount(face_down)
     state[TURN] += 1
     return fired
 
@@ -377,10 +520,13 @@ def recount(state, rules):
     for k in range(SIDE):
         state[ROW_UPS + k] = 0
         state[COL_UPS + k] = 0
+    for i in range(RANK_BITS):
+        state[RANK_BIT + i] = 0
     m = occupied
     while m:
         cell = trailing_zeros(m)
         m &= m - 1
+        bit = np.int64(1) << cell
         row = cell // SIDE
         col = cell % SIDE
         state[MIN_ROW] = min(state[MIN_ROW], row)
@@ -388,14 +534,17 @@ def recount(state, rules):
         state[MIN_COL] = min(state[MIN_COL], col)
         state[MAX_COL] = max(state[MAX_COL], col)
         if state[HEIGHT + cell] >= rules[RULE_MAX_PILE]:
-            state[FULL] |= np.int64(1) << cell
-        if not fd & (np.int64(1) << cell):
+            state[FULL] |= bit
+        if not fd & bit:
             _count_up(state, cell, 1)
+        for i in range(RANK_BITS):
+            state[RANK_BIT + i] |= ((state[TOP + cell] >> i) & 1) << cell
+    state[OPEN] = open_cells(state, rules)
 
 
 @njit(cache=True, inline="always")
 def end_of_turn(state, rules):
-    """-1 while the game goes on, else the END_* code (RULES.md's order)."""
+    """GOES_ON (-1) while the game goes on, else the END_* code (RULES.md's order)."""
     if state[FACE_DOWN_COUNT] > rules[RULE_MAX_FACE_DOWN]:
         return END_TOO_MANY_FACE_DOWN
     grid = rules[RULE_GRID]
@@ -403,4 +552,4 @@ def end_of_turn(state, rules):
         return END_WIN
     if state[STOCK_LEFT] == 0:
         return END_STOCK_EMPTY
-    return -1
+    return GOES_ON
