@@ -27,7 +27,7 @@ KEY_CELL = 63
 
 
 @njit(cache=True, inline="always")
-def choose(state, rules, card, legal, rng):
+def choose(state, rules, card, legal, rng, params):
     occupied = state[OCCUPIED]
     face_down = state[FACE_DOWN]
     above, same = ranks_above_and_equal(state, card)

@@ -11,5 +11,5 @@ from sim.kernels import next_below, nth_cell, popcount
 
 
 @njit(cache=True, inline="always")
-def choose(state, rules, card, legal, rng):
+def choose(state, rules, card, legal, rng, params):
     return nth_cell(legal, next_below(rng, popcount(legal)))

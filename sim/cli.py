@@ -60,6 +60,16 @@ def parse_rules(items: list[str] | None):
         fail(str(e))
 
 
+def parse_policy_args(items: list[str] | None) -> dict[str, str]:
+    args = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"--policy-arg {item!r} is not KEY=VALUE (e.g. --policy-arg samples=64)")
+        args[key.strip()] = value.strip()
+    return args
+
+
 def parse_deck(text: str) -> list[int]:
     from sim.game import validate_deck
 
@@ -70,6 +80,8 @@ def parse_deck(text: str) -> list[int]:
         fail(f"--deck: {e}")
 
 
+PolicyArgOpt = Annotated[Optional[list[str]], typer.Option(
+    "--policy-arg", help="Policy parameter KEY=VALUE, repeatable (see `sim policies`).")]
 RuleOpt = Annotated[Optional[list[str]], typer.Option(
     "--rule", help="Rule option KEY=VALUE, repeatable: adjacency, max_pile, max_face_down, grid.")]
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of the deals and the policy's stream.")]
@@ -100,6 +112,7 @@ def replay(
     policy: Annotated[str, typer.Option("--policy", "-p", help="Policy name (see `sim policies`).")] = "greedy",
     deck: Annotated[Optional[str], typer.Option("--deck", help="Play this deck instead: 40 ranks, e.g. \"5 10 5 4 ...\".")] = None,
     rule: RuleOpt = None,
+    policy_arg: PolicyArgOpt = None,
 ):
     """Play one game and print it turn by turn: card, cell, grid, checks fired, end.
 
@@ -111,7 +124,7 @@ def replay(
     rules = parse_rules(rule)
     cards = parse_deck(deck) if deck is not None else sim.deal(seed, game)
     try:
-        r = replay_game(cards, policy, rules, seed=seed, game=game)
+        r = replay_game(cards, policy, rules, seed=seed, game=game, policy_args=parse_policy_args(policy_arg))
     except ValueError as e:
         fail(str(e))
     typer.echo(format_replay(r))
@@ -119,14 +132,16 @@ def replay(
 
 @app.command()
 def policies():
-    """List the built-in policies.
+    """List the policies: built-ins and plugins registered by installed packages, with their parameters.
+
+    Any module:attr or path/to/file.py:attr holding a policy also works as --policy.
 
     Example: sim policies
     """
-    import policies as registry
+    from sim.plugins import describe
 
-    for info in registry.BUILTIN.values():
-        typer.echo(f"{info.name:10s} {info.description}")
+    for name, description, params in describe():
+        typer.echo(f"{name:10s} {description}  [{params}]")
 
 
 @app.command()
@@ -142,10 +157,14 @@ def run(
     record_deals: Annotated[bool, typer.Option("--record-deals", help="Add each game's deck to the output.")] = False,
     resume: Annotated[Optional[Path], typer.Option("--resume", help="Finish an interrupted run in this directory.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing run directory.")] = False,
+    policy_arg: PolicyArgOpt = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = 0,
 ):
     """Play many seeded games across worker processes and write one Parquet row per game.
+
+    --policy takes a built-in name, package.module:attr, path/to/file.py:attr
+    or an installed plugin's name; --policy-arg KEY=VALUE sets its parameters.
 
     Example: sim run --policy greedy -n 1e6
     """
@@ -164,7 +183,8 @@ def run(
             count = runner.parse_count(n) if n is not None else None
             summary = runner.run(policy, count, seed=seed, rules=parse_rules(rule), workers=workers,
                                  chunk_size=chunk_size, out=out, deals=deals, record_deals=record_deals,
-                                 force=force, progress=not quiet, command=runner.command_line())
+                                 force=force, progress=not quiet, command=runner.command_line(),
+                                 policy_args=parse_policy_args(policy_arg))
     except runner.UsageError as e:
         fail(str(e), 2)
     except runner.Interrupted as e:
@@ -249,6 +269,7 @@ def compare(
     record_deals: RecordDealsOpt = False,
     fmt: FormatOpt = "text",
     png: Annotated[Optional[Path], typer.Option("--png", help="Write a figure of the win rates (with 95% intervals) to this PNG file.")] = None,
+    policy_arg: PolicyArgOpt = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = 0,
 ):
@@ -281,7 +302,7 @@ def compare(
             result = cmp.compare_policies(
                 policy, runner.parse_count(n), seed=seed, rules=parse_rules(rule), workers=workers, force=force,
                 record_deals=record_deals, progress=not quiet, command=runner.command_line(),
-                notify=_notifier(quiet))
+                notify=_notifier(quiet), policy_args=parse_policy_args(policy_arg))
         else:
             if n is not None or rule or record_deals or force or workers is not None:
                 fail("-n, --rule, --workers, --force and --record-deals go with --policy, not with run directories")
@@ -311,6 +332,7 @@ def sweep(
     record_deals: RecordDealsOpt = False,
     fmt: FormatOpt = "text",
     png: Annotated[Optional[Path], typer.Option("--png", help="Write a figure of win rate (95% intervals) and mean score per combination to this PNG file.")] = None,
+    policy_arg: PolicyArgOpt = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = 0,
 ):
@@ -334,7 +356,8 @@ def sweep(
     with library_errors(verbose):
         axes = cmp.parse_sweep_options(rule)
         result = cmp.sweep(policy, runner.parse_count(n), axes, seed=seed, workers=workers, force=force,
-                           record_deals=record_deals, progress=not quiet, command=runner.command_line(), notify=_notifier(quiet))
+                           record_deals=record_deals, progress=not quiet, command=runner.command_line(),
+                           notify=_notifier(quiet), policy_args=parse_policy_args(policy_arg))
     if png is not None:
         from sim.plots import save_png
 
@@ -343,6 +366,64 @@ def sweep(
         except OSError as e:
             fail(f"cannot write {png}: {e.strerror or e}", 1)
     typer.echo(result.render(fmt), nl=False)
+
+
+@app.command()
+def tune(
+    policy: Annotated[str, typer.Option("--policy", "-p", help="Policy whose weights to tune (heuristic).")] = "heuristic",
+    n: Annotated[str, typer.Option("-n", help="Training games per evaluated weight vector.")] = "40000",
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Training seed (deals and the search's own sampling).")] = 11,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds of the cross-entropy method.")] = 15,
+    population: Annotated[int, typer.Option("--population", min=3, help="Weight vectors tried per round.")] = 24,
+    elite: Annotated[int, typer.Option("--elite", min=2, help="Best vectors that set the next round's mean.")] = 6,
+    validation_seed: Annotated[Optional[int], typer.Option("--validation-seed", min=0, help="Seed of the held-out games (default: seed + 1).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the weights (JSON) here.")] = None,
+    rule: RuleOpt = None,
+    workers: WorkersOpt = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = 0,
+):
+    """Search heuristic's weights by simulation, then report their win rate on a seed not tuned on.
+
+    The result is a pure function of the arguments. Use the weights with
+    --policy-arg weights=FILE (heuristic, lookahead, rollout).
+
+    Example: sim tune --policy heuristic -n 40000 --seed 11 --out weights.json
+    """
+    import os
+
+    from sim import runner
+    from sim.files import write_json_atomic
+    from sim.logs import setup_logging
+    from sim.tune import tune as run_tune
+
+    setup_logging(verbose, quiet)
+    count = runner.parse_count(n) if n else 0
+    report = None if quiet else (lambda r, best, mean: typer.echo(
+        f"round {r}/{rounds}: best {best:.4f}, population mean {mean:.4f}", err=True))
+    try:
+        result = run_tune(policy, count, seed=seed, rounds=rounds, population=population, elite=elite,
+                          validation_seed=validation_seed, rules=parse_rules(rule),
+                          workers=workers or os.cpu_count() or 1, on_round=report)
+    except (ValueError, runner.UsageError) as e:
+        fail(str(e))
+    except KeyboardInterrupt:
+        fail("interrupted; nothing written", 130)
+    data = result.as_json()
+    if out is not None:
+        try:
+            write_json_atomic(out, data)
+        except OSError as e:
+            fail(f"cannot write {out}: {e.strerror or e}", 1)
+    lo, hi = result.validation_interval
+    typer.echo("weights:")
+    for name, value in data["weights"].items():
+        typer.echo(f"  {name:10s} {value:9.4f}")
+    typer.echo(f"train win rate      {result.train_win_rate:.4%} (seed {seed}, {count:,} games)")
+    typer.echo(f"validation win rate {result.validation_win_rate:.4%} (95% CI {lo:.4%} .. {hi:.4%}; "
+               f"seed {result.settings['validation_seed']}, {result.settings['validation_n']:,} games)")
+    if out is not None:
+        typer.echo(f"wrote {out}")
 
 
 def main() -> None:

@@ -359,6 +359,8 @@ def _reuse_problem(run_dir: Path, config: runner.RunConfig) -> str | None:
         return f"it is {m.get('status')}; finish it with: sim run --resume {run_dir}"
     want = {"policy": config.policy, "n": config.n, "seed": config.seed, "rules": config.rules.as_dict(),
             "deal_algorithm": K.DEAL_ALGORITHM, "deals": None}
+    if config.policy_args or m.get("policy_args"):
+        want["policy_args"] = dict(config.policy_args)
     wrong = [f"{k} {m.get(k)!r} (wanted {v!r})" for k, v in want.items() if m.get(k) != v]
     if config.record_deals and not m.get("record_deals"):
         wrong.append("it has no deck column (wanted --record-deals)")
@@ -367,27 +369,53 @@ def _reuse_problem(run_dir: Path, config: runner.RunConfig) -> str | None:
     return "; ".join(wrong) or None
 
 
+def policy_args_for(policy_names: list[str], policy_args: dict[str, str] | None) -> dict[str, dict[str, str]]:
+    """Give each policy the --policy-arg values it takes (a built-in's own parameters; all, for a plugin).
+
+    An argument no policy takes is a usage error.
+    """
+    import policies
+
+    args = dict(policy_args or {})
+    out, used = {}, set()
+    for name in policy_names:
+        if name in policies.BUILTIN:
+            takes = {p.name for p in policies.BUILTIN[name].params}
+            out[name] = {k: v for k, v in args.items() if k in takes}
+        else:
+            out[name] = dict(args)
+        used |= set(out[name])
+    unused = set(args) - used
+    if unused:
+        raise UsageError(f"no policy here takes --policy-arg {', '.join(sorted(unused))}")
+    return out
+
+
 def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: int | None = None,
               force: bool = False, record_deals: bool = False, progress: bool = False, command: str | None = None,
-              notify: Callable[[str], None] | None = None) -> list[tuple[Path, bool]]:
+              notify: Callable[[str], None] | None = None,
+              policy_args: dict[str, str] | None = None) -> list[tuple[Path, bool]]:
     """One sim.run per (policy, rules), all with the same seed and n, in their default results/ directories.
 
     A directory that already holds a complete run with the same settings is
     reused (not played again) unless `force`; one that holds anything else
     is refused unless `force`. Returns each run directory and whether it was reused.
     """
-    from sim.game import check_seed, policy_id
+    from sim.game import check_seed
+    from sim.plugins import resolve
 
+    args_of = policy_args_for([p for p, _ in specs], policy_args)
     for policy, _ in specs:
         try:
-            policy_id(policy)
+            resolve(policy, args_of[policy])
         except ValueError as e:
             raise UsageError(str(e)) from None
     try:
         seed = check_seed(seed)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    configs = [runner.RunConfig(policy=p, n=n, seed=seed, rules=r, record_deals=record_deals) for p, r in specs]
+    configs = [runner.RunConfig(policy=p, n=n, seed=seed, rules=r, record_deals=record_deals,
+                                policy_args=tuple(args_of[p].items())) for p, r in specs]
     dirs = [runner.default_out(c) for c in configs]
     if len(set(dirs)) < len(dirs):
         raise UsageError("the same run is asked for twice: " + ", ".join(sorted({str(d) for d in dirs if dirs.count(d) > 1})))
@@ -409,7 +437,8 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
             if notify:
                 notify(f"[{k}/{len(plan)}] {what}: playing {n:,} games into {out}")
             runner.run(config.policy, n, seed=seed, rules=config.rules, workers=workers, out=out,
-                       record_deals=record_deals, force=force, progress=progress, command=command)
+                       record_deals=record_deals, force=force, progress=progress, command=command,
+                       policy_args=dict(config.policy_args))
         made.append((out, reuse))
     return made
 

@@ -13,7 +13,10 @@ from numba import njit
 
 import policies
 import policies.greedy
+import policies.heuristic
+import policies.lookahead
 import policies.random
+import policies.rollout
 from sim import kernels as K
 from sim.rules import Rules
 
@@ -22,20 +25,29 @@ END_NAMES = ("win", "too_many_face_down", "stock_empty", "no_move", "illegal_mov
 
 _GREEDY = policies.BUILTIN["greedy"].id
 _RANDOM = policies.BUILTIN["random"].id
+_HEURISTIC = policies.BUILTIN["heuristic"].id
+_LOOKAHEAD = policies.BUILTIN["lookahead"].id
+_ROLLOUT = policies.BUILTIN["rollout"].id
 
 
 @njit(cache=True, inline="always")
-def choose(policy_id, state, rules, card, legal, rng):
+def choose(policy_id, state, rules, card, legal, rng, params):
     """Dispatch to a built-in policy by id."""
     if policy_id == _GREEDY:
-        return policies.greedy.choose(state, rules, card, legal, rng)
+        return policies.greedy.choose(state, rules, card, legal, rng, params)
     if policy_id == _RANDOM:
-        return policies.random.choose(state, rules, card, legal, rng)
+        return policies.random.choose(state, rules, card, legal, rng, params)
+    if policy_id == _HEURISTIC:
+        return policies.heuristic.choose(state, rules, card, legal, rng, params)
+    if policy_id == _LOOKAHEAD:
+        return policies.lookahead.choose(state, rules, card, legal, rng, params)
+    if policy_id == _ROLLOUT:
+        return policies.rollout.choose(state, rules, card, legal, rng, params)
     return -1
 
 
 @njit(cache=True, inline="always")
-def play_game(deck, policy_id, rules, rng, state, moves, fired):
+def play_game(deck, policy_id, params, rules, rng, state, moves, fired):
     """Play one game from `deck`; fill moves/fired per turn.
 
     Returns (end code, cards played). The final position stays in `state`.
@@ -43,7 +55,7 @@ def play_game(deck, policy_id, rules, rng, state, moves, fired):
     """
     # Uncounted views: passing arrays to the (inlined) kernels of every turn
     # would otherwise cost atomic reference-count updates (see K.borrowed).
-    deck, rules, rng = K.borrowed(deck), K.borrowed(rules), K.borrowed(rng)
+    deck, rules, rng, params = K.borrowed(deck), K.borrowed(rules), K.borrowed(rng), K.borrowed(params)
     state, moves, fired = K.borrowed(state), K.borrowed(moves), K.borrowed(fired)
     K.reset(state)
     for t in range(K.DECK_SIZE):
@@ -52,7 +64,7 @@ def play_game(deck, policy_id, rules, rng, state, moves, fired):
         legal = K.legal_cells(state, rules)
         if legal == 0:
             return K.END_NO_MOVE, t
-        cell = choose(policy_id, state, rules, card, legal, rng)
+        cell = choose(policy_id, state, rules, card, legal, rng, params)
         moves[t] = cell
         if cell < 0 or cell >= K.CELLS or not (legal >> cell) & 1:
             return K.END_ILLEGAL_MOVE, t
@@ -64,10 +76,10 @@ def play_game(deck, policy_id, rules, rng, state, moves, fired):
 
 
 @njit(cache=True, inline="always")
-def _play_into(i, deck, policy_id, rules, seed, game, state, moves, fired, rng,
+def _play_into(i, deck, policy_id, params, rules, seed, game, state, moves, fired, rng,
                end, cards_played, face_down, piles, score, illegal):
     rng[0] = K.stream_start(seed, game, K.STREAM_POLICY)
-    code, played = play_game(deck, policy_id, rules, rng, state, moves, fired)
+    code, played = play_game(deck, policy_id, params, rules, rng, state, moves, fired)
     end[i] = code
     cards_played[i] = played
     face_down[i] = state[K.FACE_DOWN_COUNT]
@@ -77,7 +89,7 @@ def _play_into(i, deck, policy_id, rules, seed, game, state, moves, fired, rng,
 
 
 @njit(cache=True)
-def play_seeded_batch(seed, first_game, count, policy_id, rules, record, decks,
+def play_seeded_batch(seed, first_game, count, policy_id, params, rules, record, decks,
                       end, cards_played, face_down, piles, score, illegal):
     """Deal and play games first_game .. first_game+count-1 of `seed`.
 
@@ -95,12 +107,12 @@ def play_seeded_batch(seed, first_game, count, policy_id, rules, record, decks,
         deck = decks[row]
         game = first_game + i
         K.deal_into(seed, game, deck)
-        _play_into(i, deck, policy_id, rules, seed, game, state, moves, fired, rng,
+        _play_into(i, deck, policy_id, params, rules, seed, game, state, moves, fired, rng,
                    end, cards_played, face_down, piles, score, illegal)
 
 
 @njit(cache=True)
-def play_deck_batch(decks, seed, first_game, policy_id, rules,
+def play_deck_batch(decks, seed, first_game, policy_id, params, rules,
                     end, cards_played, face_down, piles, score, illegal):
     """Play given decks; row i is game first_game + i (for the policy's stream)."""
     # Uncounted views of the arguments, for speed (see K.borrowed).
@@ -111,7 +123,7 @@ def play_deck_batch(decks, seed, first_game, policy_id, rules,
     fired = np.empty(K.DECK_SIZE, np.int64)
     rng = np.empty(1, np.uint64)
     for i in range(decks.shape[0]):
-        _play_into(i, decks[i], policy_id, rules, seed, first_game + i, state, moves, fired, rng,
+        _play_into(i, decks[i], policy_id, params, rules, seed, first_game + i, state, moves, fired, rng,
                    end, cards_played, face_down, piles, score, illegal)
 
 
@@ -229,8 +241,23 @@ def validate_decks(decks: np.ndarray) -> np.ndarray:
     return decks.astype(np.uint8)
 
 
-def policy_id(policy: str) -> int:
-    return policies.get(policy).id
+def _args(policy_args) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (policy_args or {}).items()}
+
+
+def builtin_policy(policy: str, policy_args=None, params=None):
+    """(id, params array) of a built-in policy, or None for a plugin name."""
+    if policy not in policies.BUILTIN:
+        return None
+    if params is None:
+        params = policies.build_params(policy, _args(policy_args))
+    return policies.BUILTIN[policy].id, np.ascontiguousarray(params, dtype=np.float64)
+
+
+def _plugin(policy: str, policy_args):
+    from sim.plugins import resolve
+
+    return resolve(policy, _args(policy_args))
 
 
 def deal(seed: int, game: int) -> tuple[int, ...]:
@@ -243,17 +270,24 @@ def deal(seed: int, game: int) -> tuple[int, ...]:
     return tuple(int(r) for r in decks[0])
 
 
-def trace(deck, policy: str = "greedy", rules: Rules | None = None, seed: int = 0, game: int = 0):
+def trace(deck, policy: str = "greedy", rules: Rules | None = None, seed: int = 0, game: int = 0,
+          policy_args=None):
     """Play one game; (end code, cards played, moves, fired flags, final state)."""
     cards = validate_deck(deck)
     rules = rules_or_default(rules)
-    pid = policy_id(policy)
+    seed = check_seed(seed)
+    builtin = builtin_policy(policy, policy_args)
+    if builtin is None:
+        from sim.plugins import trace_plugin
+
+        return trace_plugin(_plugin(policy, policy_args), cards, rules, seed, game)
+    pid, params = builtin
     state = np.empty(K.STATE_SIZE, np.int64)
     moves = np.full(K.DECK_SIZE + 1, -1, np.int64)
     fired = np.zeros(K.DECK_SIZE, np.int64)
     rng = np.empty(1, np.uint64)
-    rng[0] = K.stream_start(np.uint64(check_seed(seed)), np.int64(game), K.STREAM_POLICY)
-    code, played = play_game(cards, pid, rules.as_array(), rng, state, moves, fired)
+    rng[0] = K.stream_start(np.uint64(seed), np.int64(game), K.STREAM_POLICY)
+    code, played = play_game(cards, pid, params, rules.as_array(), rng, state, moves, fired)
     if code == K.END_ILLEGAL_MOVE:
         raise PolicyError(
             f"policy {policy!r} returned illegal cell {int(moves[played])} "
@@ -262,13 +296,15 @@ def trace(deck, policy: str = "greedy", rules: Rules | None = None, seed: int = 
     return int(code), int(played), moves[:played].tolist(), fired[:played].tolist(), state
 
 
-def play(deck, policy: str = "greedy", rules: Rules | None = None, seed: int = 0, game: int = 0) -> GameResult:
+def play(deck, policy: str = "greedy", rules: Rules | None = None, seed: int = 0, game: int = 0,
+         policy_args=None) -> GameResult:
     """Play one game from a given deck of 40 ranks (four of each of 1..10).
 
     `seed` and `game` key the policy's random stream, so `play(deal(S, i), P,
-    seed=S, game=i)` is exactly game i of a run with seed S.
+    seed=S, game=i)` is exactly game i of a run with seed S. `policy` is a
+    built-in name or a plugin (see sim.plugins); `policy_args` its parameters.
     """
-    code, played, moves, _, state = trace(deck, policy, rules, seed, game)
+    code, played, moves, _, state = trace(deck, policy, rules, seed, game, policy_args)
     won = code == K.END_WIN
     return GameResult(
         won=won,
@@ -281,7 +317,8 @@ def play(deck, policy: str = "greedy", rules: Rules | None = None, seed: int = 0
     )
 
 
-def _columns(n, game0):
+def new_columns(n: int) -> dict:
+    """Output arrays a batch fills, one entry per game."""
     return dict(
         end=np.empty(n, np.uint8),
         cards_played=np.empty(n, np.uint8),
@@ -292,7 +329,8 @@ def _columns(n, game0):
     )
 
 
-def _finish(cols, games, decks, policy, seed):
+def finish_columns(cols: dict, games, decks, policy: str, seed: int) -> GameColumns:
+    """GameColumns from a filled batch; PolicyError naming the first illegal move."""
     illegal = cols.pop("illegal")
     bad = np.flatnonzero(cols["end"] == K.END_ILLEGAL_MOVE)
     if len(bad):
@@ -305,47 +343,68 @@ def _finish(cols, games, decks, policy, seed):
 
 
 def play_range(seed: int, start: int, stop: int, policy: str = "greedy", rules: Rules | None = None,
-               record_deals: bool = False) -> GameColumns:
-    """Deal and play games start..stop-1 of `seed` in compiled code."""
+               record_deals: bool = False, policy_args=None, params=None) -> GameColumns:
+    """Deal and play games start..stop-1 of `seed` (compiled, for built-ins and compiled plugins).
+
+    `params` gives a built-in policy's parameter array directly (sim tune uses it).
+    """
     seed = check_seed(seed)
     if not 0 <= start <= stop:
         raise ValueError(f"need 0 <= start <= stop, got start={start}, stop={stop}")
     rules = rules_or_default(rules)
     n = stop - start
-    cols = _columns(n, start)
+    builtin = builtin_policy(policy, policy_args, params)
+    if builtin is None:
+        decks = np.empty((n, K.DECK_SIZE), np.uint8)
+        deal_batch(np.uint64(seed), np.int64(start), decks)
+        from sim.plugins import play_plugin
+
+        return play_plugin(_plugin(policy, policy_args), decks, seed, start, rules, record_deals)
+    pid, params = builtin
+    cols = new_columns(n)
     decks = np.empty((n if record_deals else 1, K.DECK_SIZE), np.uint8)
-    play_seeded_batch(np.uint64(seed), np.int64(start), n, policy_id(policy), rules.as_array(),
+    play_seeded_batch(np.uint64(seed), np.int64(start), n, pid, params, rules.as_array(),
                       record_deals, decks, cols["end"], cols["cards_played"], cols["face_down"],
                       cols["piles"], cols["score"], cols["illegal"])
     games = np.arange(start, stop, dtype=np.uint64)
-    return _finish(cols, games, decks if record_deals else None, policy, seed)
+    return finish_columns(cols, games, decks if record_deals else None, policy, seed)
 
 
 def play_decks(decks, policy: str = "greedy", rules: Rules | None = None, seed: int = 0,
-               first_game: int = 0, record_deals: bool = False) -> GameColumns:
-    """Play an (n, 40) array of given decks in compiled code; row i is game first_game + i."""
+               first_game: int = 0, record_deals: bool = False, policy_args=None, params=None) -> GameColumns:
+    """Play an (n, 40) array of given decks; row i is game first_game + i."""
     seed = check_seed(seed)
     decks = validate_decks(decks)
     rules = rules_or_default(rules)
+    builtin = builtin_policy(policy, policy_args, params)
+    if builtin is None:
+        from sim.plugins import play_plugin
+
+        return play_plugin(_plugin(policy, policy_args), decks, seed, first_game, rules, record_deals)
+    pid, params = builtin
     n = decks.shape[0]
-    cols = _columns(n, first_game)
-    play_deck_batch(decks, np.uint64(seed), np.int64(first_game), policy_id(policy), rules.as_array(),
+    cols = new_columns(n)
+    play_deck_batch(decks, np.uint64(seed), np.int64(first_game), pid, params, rules.as_array(),
                     cols["end"], cols["cards_played"], cols["face_down"], cols["piles"],
                     cols["score"], cols["illegal"])
     games = np.arange(first_game, first_game + n, dtype=np.uint64)
-    return _finish(cols, games, decks if record_deals else None, policy, seed)
+    return finish_columns(cols, games, decks if record_deals else None, policy, seed)
 
 
-def warm_up(seeded: bool = True, decks: bool = False, replay: bool = False) -> None:
+def warm_up(seeded: bool = True, decks: bool = False, replay: bool = False, policy: str = "greedy",
+            policy_args=None) -> None:
     """Compile (or load from numba's cache) the kernels a job needs.
 
     Call it in the main process before starting workers, so workers never
     compile and never race on the cache files. One compiled game loop
-    serves every built-in policy, so one call per entry point is enough.
+    serves every built-in policy, so one call per entry point is enough; a
+    compiled plugin's loop is compiled here once per process.
     """
     if seeded:
         play_range(0, 0, 1)
-    if decks:
+    if decks or policy not in policies.BUILTIN:
         play_decks(np.array([deal(0, 0)], np.uint8))
     if replay:
         trace(deal(0, 0))
+    if policy not in policies.BUILTIN:
+        play_decks(np.array([deal(0, 0)], np.uint8), policy, policy_args=policy_args)

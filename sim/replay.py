@@ -46,10 +46,11 @@ class Replay:
     """Cards left at a win; None when lost."""
 
 
-def replay(deck, policy: str = "greedy", rules: Rules | None = None, seed: int = 0, game: int = 0) -> Replay:
+def replay(deck, policy: str = "greedy", rules: Rules | None = None, seed: int = 0, game: int = 0,
+           policy_args=None) -> Replay:
     """Play the game with the compiled loop, then step a Board through its moves."""
     rules = rules or Rules()
-    code, played, moves, _, _ = trace(deck, policy, rules, seed, game)
+    code, played, moves, _, _ = trace(deck, policy, rules, seed, game, policy_args)
     board = Board(rules)
     turns = []
     for t, cell in enumerate(moves):

@@ -29,7 +29,7 @@ import polars as pl
 from sim import kernels as K
 from sim.deals import file_digest, load_deals
 from sim.files import remove_temp_files, write_atomic, write_json_atomic
-from sim.game import END_NAMES, check_seed, play_decks, play_range, policy_id, warm_up
+from sim.game import END_NAMES, check_seed, play_decks, play_range, warm_up
 from sim.pool import run_tasks
 from sim.rules import Rules
 from sim.stats import wilson
@@ -61,7 +61,7 @@ class RunConfig:
     """Everything that decides a run's rows (and how it is split)."""
 
     policy: str
-    """Built-in policy name."""
+    """Built-in policy name, entry-point name, or plugin (module:attr, file.py:attr)."""
     n: int
     """Number of games."""
     seed: int = 0
@@ -76,6 +76,8 @@ class RunConfig:
     """Digest of the deal file, checked on resume."""
     record_deals: bool = False
     """Store each game's deck in a `deck` column."""
+    policy_args: tuple[tuple[str, str], ...] = ()
+    """The policy's --policy-arg values, as given."""
 
     @property
     def chunks(self) -> int:
@@ -143,10 +145,20 @@ def default_chunk_size(n: int, workers: int) -> int:
     return max(1, min(DEFAULT_CHUNK, math.ceil(n / (8 * max(1, workers)))))
 
 
+def policy_label(policy: str, policy_args=()) -> str:
+    """A file-name-safe label of a policy and its arguments (e.g. rollout-samples16)."""
+    where, _, attr = policy.rpartition(":")
+    label = f"{Path(where).stem}.{attr}" if where else policy
+    for key, value in policy_args:
+        label += f"-{key}{Path(value).stem if '/' in value else value}"
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in label)
+
+
 def default_out(config: RunConfig) -> Path:
-    name = f"{config.policy}-seed{config.seed}-n{config.n}"
+    policy = policy_label(config.policy, config.policy_args)
+    name = f"{policy}-seed{config.seed}-n{config.n}"
     if config.deals:
-        name = f"{config.policy}-deals-{Path(config.deals).stem}-n{config.n}"
+        name = f"{policy}-deals-{Path(config.deals).stem}-n{config.n}"
     for key, value in config.rules.as_dict().items():
         if value != getattr(Rules(), key):
             name += f"-{key}{value}"
@@ -164,10 +176,13 @@ def play_chunk(task: dict) -> dict:
     """Play one chunk; returns plain numpy columns (the main process writes the part)."""
     t0 = time.perf_counter()
     rules = Rules(**task["rules"])
+    args = dict(task["policy_args"])
     if task["decks"] is None:
-        cols = play_range(task["seed"], task["start"], task["stop"], task["policy"], rules, task["record_deals"])
+        cols = play_range(task["seed"], task["start"], task["stop"], task["policy"], rules, task["record_deals"],
+                          policy_args=args)
     else:
-        cols = play_decks(task["decks"], task["policy"], rules, task["seed"], task["start"], task["record_deals"])
+        cols = play_decks(task["decks"], task["policy"], rules, task["seed"], task["start"], task["record_deals"],
+                          policy_args=args)
     seconds = time.perf_counter() - t0
     log.debug("chunk %d: %d games in %.3f s", task["chunk"], len(cols), seconds)
     return {
@@ -218,6 +233,7 @@ def config_from_manifest(m: dict) -> RunConfig:
     return RunConfig(
         policy=m["policy"], n=m["n"], seed=m["seed"], rules=Rules(**m["rules"]), chunk_size=m["chunk_size"],
         deals=m.get("deals"), deals_sha256=m.get("deals_sha256"), record_deals=m.get("record_deals", False),
+        policy_args=tuple((m.get("policy_args") or {}).items()),
     )
 
 
@@ -229,6 +245,7 @@ def _manifest(config: RunConfig, command: str, workers: int, sessions: list, sta
         "command": command,
         "version": __version__,
         "policy": config.policy,
+        "policy_args": dict(config.policy_args),
         "n": config.n,
         "seed": config.seed,
         "rules": config.rules.as_dict(),
@@ -334,6 +351,7 @@ def _execute(config: RunConfig, run_dir: Path, workers: int, command: str, sessi
             start, stop = config.chunk_range(k)
             yield k, {
                 "chunk": k, "seed": config.seed, "start": start, "stop": stop, "policy": config.policy,
+                "policy_args": config.policy_args,
                 "rules": config.rules.as_dict(), "record_deals": config.record_deals,
                 "decks": None if decks is None else decks[start:stop],
             }
@@ -374,15 +392,18 @@ def _execute(config: RunConfig, run_dir: Path, workers: int, command: str, sessi
 def run(policy: str = "greedy", n: int | str = 1000, seed: int = 0, rules: Rules | None = None,
         workers: int | None = None, chunk_size: int | None = None, out: str | Path | None = None,
         deals: str | Path | None = None, record_deals: bool = False, force: bool = False,
-        progress: bool = False, command: str | None = None) -> RunSummary:
+        progress: bool = False, command: str | None = None, policy_args: dict | None = None) -> RunSummary:
     """Play `n` games with `policy` in worker processes and write them under `out`.
 
     Returns the summary, whose `path` is the run directory. Raises UsageError
     for bad settings, RunError when the run cannot finish, Interrupted on
     Ctrl-C/SIGTERM (both leave the run resumable with `resume`).
     """
+    from sim.plugins import resolve
+
+    policy_args = {str(k): str(v) for k, v in (policy_args or {}).items()}
     try:
-        policy_id(policy)
+        resolve(policy, policy_args)
         seed = check_seed(seed)
         rules = rules or Rules()
     except ValueError as e:
@@ -410,10 +431,11 @@ def run(policy: str = "greedy", n: int | str = 1000, seed: int = 0, rules: Rules
         raise UsageError(f"--chunk-size must be at least 1, not {chunk_size}")
     config = RunConfig(policy=policy, n=int(n), seed=seed, rules=rules, chunk_size=int(chunk_size),
                        deals=None if deals is None else str(Path(deals).resolve()), deals_sha256=digest,
-                       record_deals=record_deals)
+                       record_deals=record_deals, policy_args=tuple(policy_args.items()))
     run_dir = Path(out) if out is not None else default_out(config)
     _prepare_dir(run_dir, force)
-    warm_up(seeded=decks is None, decks=decks is not None)  # once, here, before any worker exists
+    # Compile or load once, here, before any worker exists.
+    warm_up(seeded=decks is None, decks=decks is not None, policy=policy, policy_args=policy_args)
     command = command or "sim.run(" + ", ".join(f"{k}={v!r}" for k, v in [
         ("policy", policy), ("n", n), ("seed", seed), ("rules", rules.as_dict())]) + ")"
     return _execute(config, run_dir, workers, command, [], progress, decks)
@@ -433,7 +455,8 @@ def resume(run_dir: str | Path, workers: int | None = None, progress: bool = Fal
             raise UsageError(f"the run's deal file {config.deals} has changed since the run started")
         decks = load_deals(config.deals)
     workers = int(workers or m.get("workers") or os.cpu_count() or 1)
-    warm_up(seeded=decks is None, decks=decks is not None)
+    warm_up(seeded=decks is None, decks=decks is not None, policy=config.policy,
+            policy_args=dict(config.policy_args))
     return _execute(config, run_dir, workers, m.get("command", ""), m.get("sessions", []), progress, decks)
 
 

@@ -59,7 +59,7 @@ def test_replay_of_a_given_deck_marks_face_down_cards():
 
 @pytest.mark.parametrize("args,fragment", [
     (["replay", "--deck", "1 2 3"], "40 cards"),
-    (["replay", "--policy", "nope"], "known policies: greedy, random"),
+    (["replay", "--policy", "nope"], "known policies: greedy, random, heuristic, lookahead, rollout"),
     (["replay", "--rule", "grid=9"], "grid"),
     (["run", "-n", "1.5"], "'1.5'"),
     (["run", "-n", "ten"], "'ten'"),
@@ -87,4 +87,5 @@ def test_run_prints_a_summary(tmp_path):
 def test_policies_lists_the_builtins():
     r = invoke("policies")
     assert r.exit_code == 0
-    assert [line.split()[0] for line in r.stdout.splitlines()] == ["greedy", "random"]
+    assert [line.split()[0] for line in r.stdout.splitlines()][:5] == ["greedy", "random", "heuristic", "lookahead", "rollout"]
+    assert "samples=64" in r.stdout

@@ -1,0 +1,113 @@
+"""`sim tune`: search heuristic's weights by simulation (the cross-entropy method).
+
+Each round samples a population of weight vectors around the current mean,
+plays every one on the same games of the training seed (common random
+numbers, so differences are the weights' and not the deals'), and moves the
+mean and spread to the best few. The search is a pure function of its
+settings: the sampling uses numpy's generator seeded by the training seed,
+and each evaluation is a deterministic batch of games. The result is then
+played on a validation seed it never saw.
+"""
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.game import play_range
+from sim.pool import run_tasks
+from sim.rules import Rules
+from sim.stats import wilson
+
+log = logging.getLogger("sim.tune")
+
+TUNABLE = ("heuristic",)
+"""Policies whose weights `sim tune` searches (lookahead and rollout use heuristic's)."""
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """The tuned weights and how well they play."""
+
+    features: tuple[str, ...]
+    """Feature names, in weight order."""
+    weights: tuple[float, ...]
+    train_win_rate: float
+    """Win rate of the final weights on the training games."""
+    validation_win_rate: float
+    """Win rate on the validation seed's games."""
+    validation_interval: tuple[float, float]
+    """95% Wilson interval of the validation win rate."""
+    history: tuple[tuple[float, float], ...] = field(default=())
+    """Per round: best and mean win rate of the population."""
+    settings: dict = field(default_factory=dict)
+    """The arguments that produced this result."""
+
+    def as_json(self) -> dict:
+        return {
+            "weights": dict(zip(self.features, self.weights)),
+            "train_win_rate": self.train_win_rate,
+            "validation_win_rate": self.validation_win_rate,
+            "validation_interval": list(self.validation_interval),
+            "settings": self.settings,
+        }
+
+
+def _evaluate(task):
+    weights, seed, n, rules = task
+    cols = play_range(seed, 0, n, "heuristic", Rules(**rules), params=np.asarray(weights))
+    return int(cols.won.sum()), float(np.where(cols.won, cols.score, 0).sum())
+
+
+def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int = 15, population: int = 24,
+         elite: int = 6, validation_seed: int | None = None, validation_n: int | None = None,
+         rules: Rules | None = None, workers: int = 1, start: np.ndarray | None = None,
+         on_round=None) -> TuneResult:
+    """Cross-entropy search of heuristic's weights; `on_round(round, best, mean)` reports progress."""
+    from policies.heuristic import FEATURES
+
+    if policy not in TUNABLE:
+        raise ValueError(f"policy {policy!r} has no weights to tune; tunable: {', '.join(TUNABLE)} "
+                         f"(lookahead and rollout use heuristic's weights)")
+    if not 2 <= elite < population:
+        raise ValueError(f"need 2 <= elite < population, got elite={elite}, population={population}")
+    rules = rules or Rules()
+    validation_seed = seed + 1 if validation_seed is None else validation_seed
+    if validation_seed == seed:
+        raise ValueError("the validation seed must differ from the training seed")
+    validation_n = validation_n or n
+    rng = np.random.default_rng(seed)
+    d = len(FEATURES)
+    # Start from greedy's preferences: fewer face-down cards, then new piles.
+    mean = np.array(start, dtype=float) if start is not None else np.array([-10.0, -1.0] + [0.0] * (d - 2))
+    spread = np.full(d, 5.0)
+    history = []
+    for r in range(rounds):
+        pop = mean + spread * rng.standard_normal((population, d))
+        pop[0] = mean  # the current mean always competes
+        tasks = ((i, (pop[i].tolist(), seed, n, rules.as_dict())) for i in range(population))
+        wins = np.zeros(population)
+        score = np.zeros(population)
+        for i, (w, s) in run_tasks(_evaluate, tasks, workers):
+            wins[i], score[i] = w, s
+        # Most wins first; the total score of the wins breaks ties.
+        order = np.lexsort((-score, -wins))
+        best = pop[order[:elite]]
+        mean = best.mean(axis=0)
+        spread = best.std(axis=0) + 0.05
+        history.append((wins.max() / n, wins.mean() / n))
+        log.info("round %d: best %.4f, mean %.4f, weights %s", r + 1, wins.max() / n, wins.mean() / n,
+                 np.round(mean, 3).tolist())
+        if on_round is not None:
+            on_round(r + 1, wins.max() / n, wins.mean() / n)
+    weights = np.round(mean, 4)
+    train = _evaluate((weights.tolist(), seed, n, rules.as_dict()))[0]
+    valid = _evaluate((weights.tolist(), validation_seed, validation_n, rules.as_dict()))[0]
+    return TuneResult(
+        features=tuple(FEATURES), weights=tuple(float(w) for w in weights),
+        train_win_rate=train / n, validation_win_rate=valid / validation_n,
+        validation_interval=wilson(valid, validation_n), history=tuple(history),
+        settings={"policy": policy, "n": n, "seed": seed, "rounds": rounds, "population": population,
+                  "elite": elite, "validation_seed": validation_seed, "validation_n": validation_n,
+                  "rules": rules.as_dict()},
+    )
