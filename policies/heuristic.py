@@ -31,7 +31,7 @@ from numba.cpython.unsafe.numbers import leading_zeros
 from sim.kernels import (
     COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW, OCCUPIED,
     RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN, RULE_MAX_PILE, SIDE, STOCK,
-    TOP, placement_flips, popcount, trailing_zeros,
+    TOP, borrowed, placement_flips, popcount, trailing_zeros,
 )
 
 FEATURES = ("face_down", "to_open", "full_up", "full_down", "risk", "spread", "closed")
@@ -81,7 +81,7 @@ def line_terms(ups, occupied, face_down, prefix):
     return flip * outside / total, float(hi - lo), closed
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def evaluate(state, rules, cell, card, weights, prefix):
     """Value of placing `card` on `cell`, without changing the state.
 
@@ -167,6 +167,8 @@ def evaluate(state, rules, cell, card, weights, prefix):
 @njit(cache=True)
 def choose(state, rules, card, legal, rng, params):
     """`params` are the weights (N_FEATURES floats)."""
+    # Uncounted views: evaluate runs for every legal cell (see sim.kernels.borrowed).
+    state, rules, params = borrowed(state), borrowed(rules), borrowed(params)
     prefix = np.empty(RANKS + 1, np.int64)
     stock_prefix(state, prefix)
     best_cell = -1

@@ -374,7 +374,7 @@ def tune(
     n: Annotated[str, typer.Option("-n", help="Training games per evaluated weight vector.")] = "40000",
     seed: Annotated[int, typer.Option("--seed", min=0, help="Training seed (deals and the search's own sampling).")] = 11,
     rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds of the cross-entropy method.")] = 15,
-    population: Annotated[int, typer.Option("--population", min=3, help="Weight vectors tried per round.")] = 24,
+    population: Annotated[int, typer.Option("--population", min=3, help="Weight vectors tried per round.")] = 30,
     elite: Annotated[int, typer.Option("--elite", min=2, help="Best vectors that set the next round's mean.")] = 6,
     validation_seed: Annotated[Optional[int], typer.Option("--validation-seed", min=0, help="Seed of the held-out games (default: seed + 1).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the weights (JSON) here.")] = None,

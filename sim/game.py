@@ -402,9 +402,11 @@ def warm_up(seeded: bool = True, decks: bool = False, replay: bool = False, poli
     """
     if seeded:
         play_range(0, 0, 1)
-    if decks or policy not in policies.BUILTIN:
+    if decks:
         play_decks(np.array([deal(0, 0)], np.uint8))
     if replay:
         trace(deal(0, 0))
     if policy not in policies.BUILTIN:
-        play_decks(np.array([deal(0, 0)], np.uint8), policy, policy_args=policy_args)
+        from sim.plugins import compile_plugin
+
+        compile_plugin(_plugin(policy, policy_args))

@@ -261,6 +261,19 @@ def trace_plugin(spec: PolicySpec, deck, rules: Rules, seed: int, game: int):
     return _python_game(deck, _decider(spec, rules), rules, seed, game, spec.name)
 
 
+def _run_compiled(spec: PolicySpec, decks, seed, first_game, rules: Rules, cols) -> None:
+    batch = compiled_batch(spec)
+    batch(decks, np.uint64(seed), np.int64(first_game), rules.as_array(), spec.params(), cols["end"],
+          cols["cards_played"], cols["face_down"], cols["piles"], cols["score"], cols["illegal"])
+
+
+def compile_plugin(spec: PolicySpec) -> None:
+    """Compile a compiled plugin's game loop now (in the main process, before workers fork)."""
+    if spec.kind == "compiled":
+        deck = np.arange(K.DECK_SIZE, dtype=np.uint8)[None, :] // K.COPIES + 1
+        _run_compiled(spec, deck, 0, 0, Rules(), new_columns(1))
+
+
 def play_plugin(spec: PolicySpec, decks: np.ndarray, seed: int, first_game: int, rules: Rules,
                 record_deals: bool = False) -> GameColumns:
     """Play given decks with a plugin policy; row i is game first_game + i."""
@@ -269,9 +282,7 @@ def play_plugin(spec: PolicySpec, decks: np.ndarray, seed: int, first_game: int,
     n = decks.shape[0]
     cols = new_columns(n)
     if spec.kind == "compiled":
-        batch = compiled_batch(spec)
-        batch(decks, np.uint64(seed), np.int64(first_game), rules.as_array(), spec.params(), cols["end"],
-              cols["cards_played"], cols["face_down"], cols["piles"], cols["score"], cols["illegal"])
+        _run_compiled(spec, decks, seed, first_game, rules, cols)
     else:
         decide = _decider(spec, rules)
         for i in range(n):

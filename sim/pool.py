@@ -35,6 +35,10 @@ class TaskFailed(RuntimeError):
         self.key = key
         self.worker_traceback = message
         last = message.strip().splitlines()[-1] if message.strip() else "unknown error"
+        kind, _, text = last.partition(": ")
+        self.error_type = kind.rsplit(".", 1)[-1]
+        """Class name of the exception raised in the worker."""
+        self.error_message = text
         super().__init__(f"chunk {key} failed in a worker: {last}")
 
 

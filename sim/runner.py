@@ -30,7 +30,7 @@ from sim import kernels as K
 from sim.deals import file_digest, load_deals
 from sim.files import remove_temp_files, write_atomic, write_json_atomic
 from sim.game import END_NAMES, check_seed, play_decks, play_range, warm_up
-from sim.pool import run_tasks
+from sim.pool import TaskFailed, run_tasks
 from sim.rules import Rules
 from sim.stats import wilson
 
@@ -380,7 +380,11 @@ def _execute(config: RunConfig, run_dir: Path, workers: int, command: str, sessi
                           f"Finish with: sim run --resume {run_dir}") from None
     except RunError as e:
         raise RunError(f"{e}. The run is resumable: sim run --resume {run_dir}") from None
-    except Exception as e:  # WorkerDied, TaskFailed
+    except TaskFailed as e:
+        if e.error_type == "PolicyError":  # the policy's fault: resuming would fail the same way
+            raise RunError(e.error_message) from e
+        raise RunError(f"{e}. Finished parts are kept; finish with: sim run --resume {run_dir}") from e
+    except Exception as e:  # WorkerDied
         raise RunError(f"{e}. Finished parts are kept; finish with: sim run --resume {run_dir}") from e
     finally:
         bar.close()
