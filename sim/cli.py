@@ -82,6 +82,10 @@ def parse_deck(text: str) -> list[int]:
 
 PolicyArgOpt = Annotated[Optional[list[str]], typer.Option(
     "--policy-arg", help="Policy parameter KEY=VALUE, repeatable (see `sim policies`).")]
+ExecutorOpt = Annotated[str, typer.Option(
+    "--executor", help="Where chunks run: local (worker processes) or dask (a Dask cluster; needs the dask extra).")]
+SchedulerOpt = Annotated[Optional[str], typer.Option(
+    "--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: $DASK_SCHEDULER_ADDRESS).")]
 RuleOpt = Annotated[Optional[list[str]], typer.Option(
     "--rule", help="Rule option KEY=VALUE, repeatable: adjacency, max_pile, max_face_down, grid.")]
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of the deals and the policy's stream.")]
@@ -158,6 +162,8 @@ def run(
     resume: Annotated[Optional[Path], typer.Option("--resume", help="Finish an interrupted run in this directory.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing run directory.")] = False,
     policy_arg: PolicyArgOpt = None,
+    executor: ExecutorOpt = "local",
+    scheduler: SchedulerOpt = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = 0,
 ):
@@ -176,7 +182,9 @@ def run(
         fail(f"--workers must be at least 1, not {workers}")
     try:
         if resume is not None:
-            summary = runner.resume(resume, workers=workers, progress=not quiet)
+            summary = runner.resume(resume, workers=workers, progress=not quiet,
+                                    executor=executor if executor != "local" or scheduler else None,
+                                    scheduler=scheduler)
         else:
             if n is None and deals is None:
                 fail("-n is required (e.g. -n 1e6), unless --deals gives the decks")
@@ -184,7 +192,8 @@ def run(
             summary = runner.run(policy, count, seed=seed, rules=parse_rules(rule), workers=workers,
                                  chunk_size=chunk_size, out=out, deals=deals, record_deals=record_deals,
                                  force=force, progress=not quiet, command=runner.command_line(),
-                                 policy_args=parse_policy_args(policy_arg))
+                                 policy_args=parse_policy_args(policy_arg), executor=executor,
+                                 scheduler=scheduler)
     except runner.UsageError as e:
         fail(str(e), 2)
     except runner.Interrupted as e:

@@ -10,6 +10,7 @@ exact.
 """
 
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -30,7 +31,9 @@ from sim import kernels as K
 from sim.deals import file_digest, load_deals
 from sim.files import remove_temp_files, write_atomic, write_json_atomic
 from sim.game import END_NAMES, check_seed, play_decks, play_range, warm_up
-from sim.pool import TaskFailed, run_tasks
+from sim.executors import Executor, ExecutorError, make_executor
+from sim.game import PolicyError
+from sim.pool import TaskFailed
 from sim.rules import Rules
 from sim.stats import wilson
 
@@ -237,7 +240,8 @@ def config_from_manifest(m: dict) -> RunConfig:
     )
 
 
-def _manifest(config: RunConfig, command: str, workers: int, sessions: list, status: str, parts: dict) -> dict:
+def _manifest(config: RunConfig, command: str, executor: Executor, sessions: list, status: str,
+              parts: dict) -> dict:
     from sim import __version__
 
     last = sessions[-1] if sessions else {}
@@ -253,8 +257,9 @@ def _manifest(config: RunConfig, command: str, workers: int, sessions: list, sta
         "deals": config.deals,
         "deals_sha256": config.deals_sha256,
         "record_deals": config.record_deals,
-        "executor": "local",
-        "workers": workers,
+        "executor": executor.kind,
+        "scheduler": executor.scheduler,
+        "workers": executor.workers if executor.kind == "local" else None,
         "chunk_size": config.chunk_size,
         "chunks": config.chunks,
         "started": sessions[0]["started"] if sessions else None,
@@ -324,14 +329,17 @@ def summarize(run_dir: Path, seconds: float, played: int, status: str) -> RunSum
     )
 
 
-def _execute(config: RunConfig, run_dir: Path, workers: int, command: str, sessions: list,
+def _execute(config: RunConfig, run_dir: Path, executor: Executor, command: str, sessions: list,
              progress: bool, decks: np.ndarray | None) -> RunSummary:
     games_dir = run_dir / GAMES
     remove_temp_files(games_dir)
     remove_temp_files(run_dir)
     parts = _existing_parts(games_dir, config)
     todo = [k for k in range(config.chunks) if part_name(k) not in parts]
-    session = {"started": _now(), "workers": workers, "games": 0}
+    session = {"started": _now(), **executor.describe(), "games": 0}
+    if executor.kind == "local":
+        executor = Executor("local", min(executor.workers, max(1, len(todo))))
+        session["workers"] = executor.workers
     sessions = sessions + [session]
     t0 = time.perf_counter()
 
@@ -339,7 +347,7 @@ def _execute(config: RunConfig, run_dir: Path, workers: int, command: str, sessi
         session["ended"] = _now()
         session["seconds"] = round(time.perf_counter() - t0, 3)
         session["games_per_s"] = round(session["games"] / session["seconds"], 1) if session["seconds"] else None
-        write_json_atomic(run_dir / MANIFEST, _manifest(config, command, workers, sessions, status, parts))
+        write_json_atomic(run_dir / MANIFEST, _manifest(config, command, executor, sessions, status, parts))
 
     try:
         save("incomplete")
@@ -362,8 +370,9 @@ def _execute(config: RunConfig, run_dir: Path, workers: int, command: str, sessi
                file=sys.stderr, smoothing=0.1, dynamic_ncols=True)
     status = "incomplete"
     try:
-        with _interrupt_on_sigterm(), contextlib.closing(
-                run_tasks(play_chunk, tasks(), min(workers, max(1, len(todo))))) as results:
+        warm = functools.partial(warm_up, seeded=decks is None, decks=decks is not None, policy=config.policy,
+                                 policy_args=dict(config.policy_args))
+        with _interrupt_on_sigterm(), contextlib.closing(executor.run(play_chunk, tasks(), warm)) as results:
             for k, cols in results:
                 name = part_name(k)
                 frame = games_frame(cols)
@@ -380,6 +389,10 @@ def _execute(config: RunConfig, run_dir: Path, workers: int, command: str, sessi
                           f"Finish with: sim run --resume {run_dir}") from None
     except RunError as e:
         raise RunError(f"{e}. The run is resumable: sim run --resume {run_dir}") from None
+    except PolicyError as e:  # raised on a Dask worker, re-raised here
+        raise RunError(str(e)) from e
+    except ExecutorError as e:
+        raise RunError(f"{e}. Finished parts are kept; finish with: sim run --resume {run_dir}") from None
     except TaskFailed as e:
         if e.error_type == "PolicyError":  # the policy's fault: resuming would fail the same way
             raise RunError(e.error_message) from e
@@ -396,7 +409,8 @@ def _execute(config: RunConfig, run_dir: Path, workers: int, command: str, sessi
 def run(policy: str = "greedy", n: int | str = 1000, seed: int = 0, rules: Rules | None = None,
         workers: int | None = None, chunk_size: int | None = None, out: str | Path | None = None,
         deals: str | Path | None = None, record_deals: bool = False, force: bool = False,
-        progress: bool = False, command: str | None = None, policy_args: dict | None = None) -> RunSummary:
+        progress: bool = False, command: str | None = None, policy_args: dict | None = None,
+        executor: str = "local", scheduler: str | None = None) -> RunSummary:
     """Play `n` games with `policy` in worker processes and write them under `out`.
 
     Returns the summary, whose `path` is the run directory. Raises UsageError
@@ -415,6 +429,10 @@ def run(policy: str = "greedy", n: int | str = 1000, seed: int = 0, rules: Rules
     workers = int(workers or os.cpu_count() or 1)
     if workers < 1:
         raise UsageError(f"--workers must be at least 1, not {workers}")
+    try:
+        chosen = make_executor(executor, workers, scheduler)
+    except ExecutorError as e:
+        raise UsageError(str(e)) from None
     decks = None
     digest = None
     if deals is not None:
@@ -442,12 +460,15 @@ def run(policy: str = "greedy", n: int | str = 1000, seed: int = 0, rules: Rules
     warm_up(seeded=decks is None, decks=decks is not None, policy=policy, policy_args=policy_args)
     command = command or "sim.run(" + ", ".join(f"{k}={v!r}" for k, v in [
         ("policy", policy), ("n", n), ("seed", seed), ("rules", rules.as_dict())]) + ")"
-    return _execute(config, run_dir, workers, command, [], progress, decks)
+    return _execute(config, run_dir, chosen, command, [], progress, decks)
 
 
 def resume(run_dir: str | Path, workers: int | None = None, progress: bool = False,
-           command: str | None = None) -> RunSummary:
-    """Finish an interrupted run with the settings its manifest recorded; only missing parts are played."""
+           command: str | None = None, executor: str | None = None, scheduler: str | None = None) -> RunSummary:
+    """Finish an interrupted run with the settings its manifest recorded; only missing parts are played.
+
+    The executor is the one the run used unless another is given.
+    """
     run_dir = Path(run_dir)
     m = read_manifest(run_dir)
     config = config_from_manifest(m)
@@ -459,9 +480,14 @@ def resume(run_dir: str | Path, workers: int | None = None, progress: bool = Fal
             raise UsageError(f"the run's deal file {config.deals} has changed since the run started")
         decks = load_deals(config.deals)
     workers = int(workers or m.get("workers") or os.cpu_count() or 1)
+    kind = executor or m.get("executor") or "local"
+    try:
+        chosen = make_executor(kind, workers, scheduler or (m.get("scheduler") if kind == "dask" else None))
+    except ExecutorError as e:
+        raise UsageError(str(e)) from None
     warm_up(seeded=decks is None, decks=decks is not None, policy=config.policy,
             policy_args=dict(config.policy_args))
-    return _execute(config, run_dir, workers, m.get("command", ""), m.get("sessions", []), progress, decks)
+    return _execute(config, run_dir, chosen, m.get("command", ""), m.get("sessions", []), progress, decks)
 
 
 def _prepare_dir(run_dir: Path, force: bool) -> None:

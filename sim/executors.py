@@ -1,0 +1,109 @@
+"""Where a job's chunks run: the local process pool, or a Dask cluster.
+
+Both take the same pure task function (payload -> numpy columns) and yield
+(key, result) as chunks finish; the main process writes every part, so a
+Dask cluster needs no shared filesystem, and a run's rows are the same
+whichever executor played them. Dask reschedules the chunks of a worker it
+loses; since a chunk is a pure function of its payload, the rows do not
+change.
+"""
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from sim.pool import run_tasks
+
+log = logging.getLogger("sim.executors")
+
+EXECUTORS = ("local", "dask")
+SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
+INSTALL_HINT = "pip install 'foursquare-sim[dask]'"
+
+
+class ExecutorError(ValueError):
+    """The executor cannot be used as asked (bad name, missing extra, no scheduler)."""
+
+
+@dataclass(frozen=True)
+class Executor:
+    """How to run chunks."""
+
+    kind: str = "local"
+    """local (forked worker processes) or dask."""
+    workers: int = 1
+    """Local worker processes (ignored by dask, whose cluster has its own)."""
+    scheduler: str | None = None
+    """Dask scheduler address, e.g. tcp://host:8786."""
+
+    def describe(self) -> dict:
+        return {"executor": self.kind, "scheduler": self.scheduler}
+
+    def run(self, fn: Callable, tasks: Iterable, warm: Callable | None = None) -> Iterator:
+        if self.kind == "local":
+            return run_tasks(fn, tasks, self.workers)
+        return run_dask(fn, tasks, self.scheduler, warm)
+
+
+def make_executor(kind: str = "local", workers: int | None = None, scheduler: str | None = None) -> Executor:
+    """Check the choice up front: a one-line error says what is wrong or what to install."""
+    if kind not in EXECUTORS:
+        raise ExecutorError(f"unknown executor {kind!r}; executors: {', '.join(EXECUTORS)}")
+    workers = int(workers or os.cpu_count() or 1)
+    if kind == "local":
+        return Executor("local", workers, None)
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ExecutorError(f"--executor dask needs dask.distributed: {INSTALL_HINT}") from None
+    scheduler = scheduler or os.environ.get(SCHEDULER_ENV)
+    if not scheduler:
+        raise ExecutorError(f"--executor dask needs --scheduler tcp://HOST:8786 (or {SCHEDULER_ENV})")
+    return Executor("dask", workers, scheduler)
+
+
+def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | None = None) -> Iterator:
+    """Submit chunks to a Dask cluster, a bounded number at a time; yield (key, result) as they finish.
+
+    `warm` runs once on each worker before any chunk, one worker at a time, so
+    that workers sharing a disk load numba's cache instead of racing to
+    write it.
+    """
+    from distributed import Client, as_completed
+
+    try:
+        client = Client(scheduler, set_as_default=False, timeout="10s")
+    except (OSError, TimeoutError) as e:
+        raise ExecutorError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
+    try:
+        workers = list(client.scheduler_info(n_workers=-1)["workers"])
+        if warm is not None:
+            for address in workers:
+                client.run(warm, workers=[address])
+        threads = sum(w["nthreads"] for w in client.scheduler_info(n_workers=-1)["workers"].values()) or 1
+        todo = iter(tasks)
+        pending = as_completed(loop=client.loop)
+        keys = {}
+
+        def submit_one():
+            for key, payload in todo:
+                # pure=False: a chunk is deterministic, but resubmitting the
+                # same key after an interruption must not reuse a stale result.
+                future = client.submit(fn, payload, pure=False, retries=2)
+                keys[future.key] = key
+                pending.add(future)
+                return True
+            return False
+
+        for _ in range(2 * threads):
+            if not submit_one():
+                break
+        for future in pending:
+            key = keys.pop(future.key)
+            result = future.result()
+            future.release()
+            yield key, result
+            submit_one()
+    finally:
+        client.close()

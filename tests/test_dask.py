@@ -1,0 +1,111 @@
+"""Runs on a Dask cluster: a LocalCluster started here, rows compared with local runs."""
+
+import json
+import threading
+import time
+
+import polars as pl
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+import sim  # noqa: E402
+from sim import runner  # noqa: E402
+from sim.executors import ExecutorError, make_executor  # noqa: E402
+
+
+def games(run_dir) -> pl.DataFrame:
+    return pl.read_parquet(f"{run_dir}/games/*.parquet").sort("game")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as c:
+        yield c
+
+
+def test_dask_run_has_the_rows_of_a_local_run(cluster, tmp_path):
+    s = sim.run("greedy", 20_000, seed=3, chunk_size=1500, out=tmp_path / "dask", executor="dask",
+                scheduler=cluster.scheduler_address)
+    local = sim.run("greedy", 20_000, seed=3, workers=2, out=tmp_path / "local")
+    assert s.status == "complete" and s.games == 20_000
+    assert games(s.path).equals(games(local.path))
+    m = json.loads((s.path / "manifest.json").read_text())
+    assert m["executor"] == "dask" and m["scheduler"] == cluster.scheduler_address
+
+
+def test_dask_scheduler_from_the_environment_and_resume(cluster, tmp_path, monkeypatch):
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", cluster.scheduler_address)
+    out = tmp_path / "run"
+    s = sim.run("random", 6000, seed=1, chunk_size=500, out=out, executor="dask")
+    # Drop two parts, as an interruption would leave it, and resume on the cluster.
+    parts = sorted((out / "games").glob("part-*.parquet"))
+    for p in parts[3:5]:
+        p.unlink()
+    m = json.loads((out / "manifest.json").read_text())
+    m["status"] = "incomplete"
+    (out / "manifest.json").write_text(json.dumps(m))
+    r = sim.resume(out)
+    assert r.status == "complete" and r.games == 6000
+    assert games(out)["game"].to_list() == list(range(6000))
+    assert games(out).equals(games(sim.run("random", 6000, seed=1, workers=2, out=tmp_path / "local").path))
+
+
+def test_a_lost_worker_changes_no_row(cluster, tmp_path):
+    client = distributed.Client(cluster.scheduler_address)
+    try:
+        stop = threading.Event()
+        killed = []
+
+        def kill_one():
+            # Close one worker while the run is under way; the nanny starts a new one.
+            deadline = time.time() + 30
+            while not stop.is_set() and time.time() < deadline:
+                if (tmp_path / "run" / "games").exists() and any((tmp_path / "run" / "games").glob("part-*")):
+                    workers = list(client.scheduler_info()["workers"])
+                    killed.append(workers[0])
+                    try:
+                        client.run(lambda: __import__("os")._exit(1), workers=workers[:1])
+                    except Exception:  # the worker dies before it can answer
+                        pass
+                    return
+                time.sleep(0.02)
+
+        killer = threading.Thread(target=kill_one)
+        killer.start()
+        s = sim.run("greedy", 120_000, seed=9, chunk_size=4000, out=tmp_path / "run", executor="dask",
+                    scheduler=cluster.scheduler_address)
+        stop.set()
+        killer.join()
+    finally:
+        client.close()
+    local = sim.run("greedy", 120_000, seed=9, workers=2, out=tmp_path / "local")
+    assert killed, "a worker should have been closed during the run"
+    assert s.games == 120_000
+    assert games(s.path).equals(games(local.path))
+
+
+def test_executor_errors_are_one_line_usage_errors(tmp_path, monkeypatch):
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    with pytest.raises(ExecutorError, match="--scheduler"):
+        make_executor("dask")
+    with pytest.raises(ExecutorError, match="executors: local, dask"):
+        make_executor("spark")
+    with pytest.raises(runner.UsageError, match="needs --scheduler"):
+        sim.run("greedy", 10, out=tmp_path / "x", executor="dask")
+
+
+def test_missing_dask_extra_says_what_to_install(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_distributed(name, *args, **kwargs):
+        if name == "distributed" or name.startswith("distributed."):
+            raise ImportError("No module named 'distributed'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_distributed)
+    with pytest.raises(ExecutorError, match=r"pip install 'foursquare-sim\[dask\]'"):
+        make_executor("dask", scheduler="tcp://127.0.0.1:1")
