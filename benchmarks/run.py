@@ -44,6 +44,7 @@ def main() -> None:
     parser.add_argument("-n", default="1e6", help="games per run (default 1e6)")
     parser.add_argument("--policy", default="greedy")
     parser.add_argument("--no-memory", action="store_true", help="skip the 1e5 vs 1e7 memory comparison")
+    parser.add_argument("--no-dask", action="store_true", help="skip the Dask executor row (2-worker LocalCluster)")
     args = parser.parse_args()
     n = int(float(args.n))
 
@@ -59,6 +60,18 @@ def main() -> None:
             print(f"  workers={workers}: {r['wall']:6.2f} s  {n / r['wall']:10,.0f} games/s  "
                   f"peak RSS main {r['main_kib'] / 1024:6.0f} MiB, worker {r['worker_kib'] / 1024:6.0f} MiB")
         print(f"  speed-up workers=2 vs workers=1: {rows[1]['wall'] / rows[2]['wall']:.2f}x")
+
+        if not args.no_dask:
+            from distributed import LocalCluster
+
+            with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                              silence_logs=40) as cluster:
+                sim_run(["--policy", args.policy, "-n", "1000", "--executor", "dask", "--scheduler",
+                         cluster.scheduler_address, "--out", str(out / "dwarm")])
+                d = sim_run(["--policy", args.policy, "-n", str(n), "--executor", "dask", "--scheduler",
+                             cluster.scheduler_address, "--out", str(out / "dask")])
+            print(f"  dask, 2-worker LocalCluster: {d['wall']:6.2f} s  {n / d['wall']:10,.0f} games/s  "
+                  f"({rows[2]['wall'] / d['wall']:.2f}x the local executor with 2 workers)")
 
         if not args.no_memory:
             small = sim_run(["--policy", args.policy, "-n", "1e5", "--workers", "2", "--out", str(out / "m5")])

@@ -1,6 +1,6 @@
 """Games per second of each built-in policy, in one process on one core (deals included).
 
-    python benchmarks/policies.py [--policy NAME ...] [-n GAMES]
+    python benchmarks/policy_speed.py [--policy NAME ...] [-n GAMES]
 
 Strong policies cost far more per game; each gets a game count that keeps
 its measurement to a few seconds unless -n says otherwise.
