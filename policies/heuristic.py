@@ -83,6 +83,24 @@ def line_terms(ups, occupied, face_down, prefix):
 
 
 @njit(cache=True, inline="always")
+def _ups_after(state, ups, line, turn, face_down_after):
+    """A line's packed face-up ranks after its turned cells change face.
+
+    Only the placed card's row and column turn cells, so in any other line
+    the one cell that can turn is where it crosses them.
+    """
+    m = turn & line
+    while m:
+        t = trailing_zeros(m)
+        m &= m - 1
+        if face_down_after & (np.int64(1) << t):
+            ups -= nibble(state[TOP + t])
+        else:
+            ups += nibble(state[TOP + t])
+    return ups
+
+
+@njit(cache=True, inline="always")
 def evaluate(state, rules, cell, card, weights, prefix):
     """Value of placing `card` on `cell`, without changing the state.
 
@@ -116,39 +134,18 @@ def evaluate(state, rules, cell, card, weights, prefix):
     col_lo = min(state[MIN_COL], col)
     col_hi = max(state[MAX_COL], col)
 
+    own_change = nibble(card) - own
     risk = 0.0
     spread = 0.0
     closed = 0.0
     for r in range(row_lo, row_hi + 1):
-        ups = state[ROW_UPS + r]
-        if r == row:
-            ups += nibble(card) - own
-            m = turn & ROW_MASK[r]
-            while m:
-                t = trailing_zeros(m)
-                m &= m - 1
-                ups += -nibble(state[TOP + t]) if fd2 & (np.int64(1) << t) else nibble(state[TOP + t])
-        else:
-            t = r * SIDE + col
-            if turn & (np.int64(1) << t):
-                ups += -nibble(state[TOP + t]) if fd2 & (np.int64(1) << t) else nibble(state[TOP + t])
+        ups = _ups_after(state, state[ROW_UPS + r] + (own_change if r == row else 0), ROW_MASK[r], turn, fd2)
         a, b, c = line_terms(ups, occ2 & ROW_MASK[r], fd2 & ROW_MASK[r], prefix)
         risk += a
         spread += b
         closed += c
     for k in range(col_lo, col_hi + 1):
-        ups = state[COL_UPS + k]
-        if k == col:
-            ups += nibble(card) - own
-            m = turn & COL_MASK[k]
-            while m:
-                t = trailing_zeros(m)
-                m &= m - 1
-                ups += -nibble(state[TOP + t]) if fd2 & (np.int64(1) << t) else nibble(state[TOP + t])
-        else:
-            t = row * SIDE + k
-            if turn & (np.int64(1) << t):
-                ups += -nibble(state[TOP + t]) if fd2 & (np.int64(1) << t) else nibble(state[TOP + t])
+        ups = _ups_after(state, state[COL_UPS + k] + (own_change if k == col else 0), COL_MASK[k], turn, fd2)
         a, b, c = line_terms(ups, occ2 & COL_MASK[k], fd2 & COL_MASK[k], prefix)
         risk += a
         spread += b

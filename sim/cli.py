@@ -211,6 +211,15 @@ ForceOpt = Annotated[bool, typer.Option("--force", help="Replace existing run di
 RecordDealsOpt = Annotated[bool, typer.Option("--record-deals", help="Add each game's deck to the runs' output.")]
 
 
+def _write_png(figure, png: Path) -> None:
+    from sim.plots import save_png
+
+    try:
+        typer.echo(f"wrote {save_png(figure, png)}", err=True)
+    except OSError as e:
+        fail(f"cannot write {png}: {e.strerror or e}", 1)
+
+
 def _check_format(fmt: str) -> None:
     if fmt not in ("text", "markdown", "json"):
         fail(f"--format {fmt!r} is not one of text, markdown, json")
@@ -317,16 +326,12 @@ def compare(
                 fail("-n, --rule, --workers, --force and --record-deals go with --policy, not with run directories")
             result = cmp.compare_runs(runs)
     if png is not None:
-        from sim.plots import save_png, win_rate_figure
+        from sim.plots import win_rate_figure
 
         arms = result.arms
-        fig = win_rate_figure([a.label for a in arms], [a.win_rate for a in arms], [a.win_rate_low for a in arms],
-                              [a.win_rate_high for a in arms], [a.mean_score for a in arms],
-                              f"Win rate on the same {result.n:,} deals")
-        try:
-            typer.echo(f"wrote {save_png(fig, png)}", err=True)
-        except OSError as e:
-            fail(f"cannot write {png}: {e.strerror or e}", 1)
+        _write_png(win_rate_figure([a.label for a in arms], [a.win_rate for a in arms],
+                                   [a.win_rate_low for a in arms], [a.win_rate_high for a in arms],
+                                   [a.mean_score for a in arms], f"Win rate on the same {result.n:,} deals"), png)
     typer.echo(result.render(fmt), nl=False)
 
 
@@ -368,12 +373,7 @@ def sweep(
                            record_deals=record_deals, progress=not quiet, command=runner.command_line(),
                            notify=_notifier(quiet), policy_args=parse_policy_args(policy_arg))
     if png is not None:
-        from sim.plots import save_png
-
-        try:
-            typer.echo(f"wrote {save_png(result.figure(), png)}", err=True)
-        except OSError as e:
-            fail(f"cannot write {png}: {e.strerror or e}", 1)
+        _write_png(result.figure(), png)
     typer.echo(result.render(fmt), nl=False)
 
 
