@@ -27,6 +27,7 @@ from sim.game import (
     warm_up,
 )
 from sim.rules import Rules
+from sim.solver import SolveResult, solve
 
 try:
     __version__ = version("foursquare-sim")
@@ -48,4 +49,5 @@ __all__ = [
     "run", "resume", "RunSummary",
     "Board", "END_NAMES", "GameColumns", "GameResult", "Placement", "PolicyError", "Rules",
     "deal", "play", "play_decks", "play_range", "warm_up",
+    "SolveResult", "solve",
 ]

@@ -1,0 +1,776 @@
+"""Foursquare with perfect information: a depth-first solver that sees the stock.
+
+``sim.solve(deck)`` searches every line of play for the deck (the whole stock
+order known) and returns a `SolveResult`: ``won`` with the best score found
+(and whether it is proven best), ``lost`` (proven: no line wins) or
+``unresolved`` (a node or time limit was hit before a win or a proof).
+
+The search
+----------
+A position is the table after ``t`` cards; its children place card
+``deck[t]`` on each legal cell. Placing cards is done by the engine's own
+kernels (``sim.kernels``), so the solver plays exactly RULES.md's game.
+
+The search looks for a win *before turn L* (a win after ``T`` cards has
+score ``40 - T``). ``L`` starts at ``horizon + 1`` (41: any win). In best
+score mode every win found sets ``L`` to its turn, so the rest of the search
+only looks for strictly better wins (branch and bound); with ``first_win`` it
+stops at the first win. When the search ends without being stopped by a
+limit, the last win found is the best there is (``proven_best``), or there is
+none (``lost``).
+
+Pruning rules, and why none of them loses a win (or a better win):
+
+1. *Moves that lose at once.* A placement that leaves more than
+   ``max_face_down`` face-down top cards ends the game lost (RULES.md, end of
+   turn), so no line through it wins. It is never tried.
+2. *The turn bound.* A win needs ``grid * grid`` piles, and a card opens at
+   most one pile, so a position after ``t`` cards with ``p`` piles cannot win
+   before turn ``t + (grid*grid - p)``; with a full grid and a face-down top it
+   needs at least one more card. A position whose bound is not below ``L``
+   holds no win before ``L`` (so none at all once ``t`` nears the end of the
+   stock, and none better than the best found in best-score mode); it is cut.
+3. *The transposition table.* When the search of a position finishes without
+   finding a win before ``L``, that is a fact about the position: "no win
+   before turn L from here". It is stored under the position's key, and a
+   later visit of an equal position is cut when the stored ``L`` is at least
+   the current one (``L`` never grows during a search, so this always holds
+   within one solve). A search stopped by a limit stores nothing.
+4. *Symmetry and translation.* The key is canonical: the same for every
+   translation of the occupied cells and for all eight rotations and
+   reflections of the square. Why two such positions have the same future:
+   the first card is on the centre cell (3, 3) of the 7x7 board and every
+   pile lies in a bounding box of at most 4 x 4 cells that contains it, so
+   every cell any future placement can use lies within rows and columns
+   0..6: the board's edges never forbid a move, only the bounding-box limit
+   does, and that limit depends on the shape of the occupied cells, not on
+   where they are. The rules themselves (orthogonal or king adjacency, the
+   square grid limit, the row check and the column check, which are the same
+   rule on the two axes and touch disjoint cells) are unchanged by any
+   rotation or reflection of the square, which maps rows to rows or columns
+   and columns to columns or rows. Pile heights are part of the key, and
+   their sum is ``t``, so equal keys have the same cards still to come. The
+   moves the solver records are always real canonical cells of the game it
+   played; only the table's key is canonical.
+
+Move ordering: the children are tried in the order of greedy's key (fewest
+face-down cards after, then a new pile, then the lowest cell), so the
+first line the search follows is greedy's game (as long as greedy's move is
+not cut by rule 1 or 2, which only happens when greedy cannot win), and the
+search never does worse than greedy: a deal greedy wins is won, at least at
+greedy's score, after at most 40 nodes.
+
+Limits
+------
+``node_limit`` counts placements tried; with only a node limit a result is
+a pure function of (deck, rules, options) and does not depend on the
+machine. The compiled search keeps its whole stack in arrays and returns
+after a budget of nodes, so the Python side calls it in slices and checks
+the clock between slices: ``time_limit`` stops the search at the first
+slice boundary after the limit (slices are sized to about 20 ms). A time
+limit makes outcomes depend on the machine's speed.
+"""
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+import policies.greedy
+from sim import kernels as K
+from sim.game import rules_or_default, validate_deck
+from sim.rules import Rules
+
+OUTCOMES = ("won", "lost", "unresolved")
+
+# Status of the compiled search (CTL_STATUS).
+RUNNING = 0
+DONE = 1  # searched everything under the bound: the best win is proven, or there is none
+STOPPED_AT_WIN = 2  # first_win: stopped at the first win
+
+# Control array layout.
+CTL_STATUS = 0
+CTL_DEPTH = 1
+CTL_NODES = 2
+CTL_LIMIT = 3  # L: looking for a win before this turn
+CTL_BEST = 4  # turn of the best win found, 0 for none
+CTL_USE_TT = 6
+CTL_USE_SYM = 7
+CTL_STAMP = 8
+CTL_FLOOR = 9  # no win is possible before this turn (grid * grid)
+CTL_TT_HITS = 10
+CTL_TT_STORES = 11
+CTL_ORDER = 12  # move ordering: ORDER_GREEDY or ORDER_NEW_PILE
+CTL_TT_DEPTH = 13  # positions after more cards than this skip the table
+CTL_STOP_AT_WIN = 14  # stop at the first win (else: branch and bound)
+CTL_SIZE = 15
+
+ORDER_GREEDY = 0  # greedy's key: fewest face-down after, then a new pile, then the lowest cell
+ORDER_NEW_PILE = 1  # a new pile first, then fewest face-down after, then the lowest cell
+
+MAX_DEPTH = K.DECK_SIZE + 1
+MAX_MOVES = K.CELLS
+KEY_WORDS = 3
+FRAME = 4  # the canonical frame: 4 x 4 cells, whatever the grid option
+TT_DEPTH = 8
+"""Positions with no slack (every card to come must open a pile) use the table only up to this turn:
+deeper, such a position is reached by one path only (up to symmetry), so the table would never hit."""
+
+
+# --- canonical key -----------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _cell_code(state, cell):
+    """8 bits: 0 for an empty cell, else 1 + (rank-1)*16 + face_down*8 + (height-1)."""
+    h = state[K.HEIGHT + cell]
+    if h == 0:
+        return np.uint64(0)
+    down = (state[K.FACE_DOWN] >> cell) & 1
+    return np.uint64(1 + (state[K.TOP + cell] - 1) * 16 + down * 8 + (h - 1))
+
+
+@njit(cache=True)
+def position_key(state, use_sym, codes, out):
+    """Canonical key of the table (3 uint64 words) into `out`.
+
+    With `use_sym`, the occupied cells' bounding box is moved to the corner
+    of a 4x4 frame and the smallest encoding over the 8 symmetries of the
+    square is kept; word 2 is 0. Without it, only the identity is encoded
+    and word 2 holds the box's corner cell, so the key is the exact table.
+    """
+    r0 = state[K.MIN_ROW]
+    c0 = state[K.MIN_COL]
+    h = state[K.MAX_ROW] - r0 + 1
+    w = state[K.MAX_COL] - c0 + 1
+    for i in range(h):
+        for j in range(w):
+            codes[i * FRAME + j] = _cell_code(state, (r0 + i) * K.SIDE + c0 + j)
+    best0 = np.uint64(0)
+    best1 = np.uint64(0)
+    nsym = 8 if use_sym else 1
+    for s in range(nsym):
+        k0 = np.uint64(0)
+        k1 = np.uint64(0)
+        hh = h if s < 4 else w
+        ww = w if s < 4 else h
+        for a in range(hh):
+            for b in range(ww):
+                if s == 0:
+                    i, j = a, b
+                elif s == 1:
+                    i, j = a, w - 1 - b
+                elif s == 2:
+                    i, j = h - 1 - a, b
+                elif s == 3:
+                    i, j = h - 1 - a, w - 1 - b
+                elif s == 4:
+                    i, j = b, a
+                elif s == 5:
+                    i, j = h - 1 - b, a
+                elif s == 6:
+                    i, j = b, w - 1 - a
+                else:
+                    i, j = h - 1 - b, w - 1 - a
+                code = codes[i * FRAME + j]
+                shift = np.uint64(((a & 1) * FRAME + b) * 8)
+                if a < 2:
+                    k0 |= code << shift
+                else:
+                    k1 |= code << shift
+        if s == 0 or k0 < best0 or (k0 == best0 and k1 < best1):
+            best0 = k0
+            best1 = k1
+    out[0] = best0
+    out[1] = best1
+    out[2] = np.uint64(0) if use_sym else np.uint64(r0 * K.SIDE + c0 + 1)
+
+
+@njit(cache=True, inline="always")
+def _slot(k0, k1, k2, mask):
+    return np.int64(K.mix64(k0 ^ K.mix64(k1 ^ K.mix64(k2))) & np.uint64(mask)) & ~np.int64(1)
+
+
+@njit(cache=True, inline="always")
+def _tt_probe(tt_keys, tt_info, key, stamp, limit):
+    """True when the table proves: no win before `limit` from this position."""
+    mask = tt_keys.shape[0] - 1
+    i = _slot(key[0], key[1], key[2], mask)
+    for s in range(2):
+        e = i + s
+        if (tt_info[e, 0] == stamp and tt_keys[e, 0] == key[0] and tt_keys[e, 1] == key[1]
+                and tt_keys[e, 2] == key[2]):
+            return tt_info[e, 1] >= limit
+    return False
+
+
+@njit(cache=True, inline="always")
+def _tt_store(tt_keys, tt_info, key, stamp, limit, turn):
+    """Record "no win before `limit`" for this position (keeps the entry nearer the root)."""
+    mask = tt_keys.shape[0] - 1
+    i = _slot(key[0], key[1], key[2], mask)
+    e = -1
+    for s in range(2):
+        x = i + s
+        if tt_info[x, 0] == stamp and tt_keys[x, 0] == key[0] and tt_keys[x, 1] == key[1] \
+                and tt_keys[x, 2] == key[2]:
+            e = x
+            break
+    if e < 0:
+        if tt_info[i, 0] != stamp:
+            e = i
+        elif tt_info[i + 1, 0] != stamp:
+            e = i + 1
+        elif tt_info[i, 2] >= tt_info[i + 1, 2]:
+            e = i  # replace the entry farther from the root (cheaper to search again)
+        else:
+            e = i + 1
+    tt_keys[e, 0] = key[0]
+    tt_keys[e, 1] = key[1]
+    tt_keys[e, 2] = key[2]
+    tt_info[e, 0] = stamp
+    tt_info[e, 1] = limit
+    tt_info[e, 2] = turn
+
+
+# --- the search ----------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _find(parent, parity, x):
+    """Union-find root of x and x's parity relative to it (path halving not needed: 9 nodes)."""
+    p = 0
+    while parent[x] != x:
+        p ^= parity[x]
+        x = parent[x]
+    return x, p
+
+
+@njit(cache=True, inline="always")
+def _consistent(state, r0, c0, closed, skip, parent, parity):
+    """Do the line-parity equations of rule 2b have a solution?
+
+    Nodes 0..3 are the box's rows, 4..7 its columns, 8 is "F = 0"; bit i of
+    `closed` ties line i to node 8. The top card on `skip` (-1: none) has no
+    equation (it gets covered).
+    """
+    zero = 8
+    for i in range(9):
+        parent[i] = zero if (closed >> i) & 1 else i
+        parity[i] = 0
+    down = state[K.FACE_DOWN]
+    m = state[K.OCCUPIED]
+    while m:
+        cell = K.lowest_cell(m)
+        m &= m - 1
+        if cell == skip:
+            continue
+        a, pa = _find(parent, parity, K.ROW_OF[cell] - r0)
+        b, pb = _find(parent, parity, 4 + K.COL_OF[cell] - c0)
+        want = (down >> cell) & 1
+        if a == b:
+            if pa ^ pb != want:
+                return False
+        elif a == zero:
+            parent[b] = a
+            parity[b] = pa ^ pb ^ want
+        else:
+            parent[a] = b
+            parity[a] = pa ^ pb ^ want
+    return True
+
+
+@njit(cache=True, inline="always")
+def _stacks_needed(state, rules, most, parent, parity):
+    """A lower bound (up to `most`, at most 2) on the cards that must go on occupied cells
+    before a win (pruning rule 2b).
+
+    Let F(line) be the parity of the number of future placements in a row
+    (column) whose row (column) check fires. Every such placement turns over
+    every card then in that line, so a top card that is never covered ends
+    face up only if F(its row) + F(its column) = 1 when it is face down now,
+    0 when face up (mod 2). A line can get no new pile when the occupied
+    cells already span `grid` columns (for a row) or `grid` rows (for a
+    column) and the line has no empty cell inside that span; with no card on
+    an occupied cell, such a line has F = 0. So if these equations (one per
+    top card) have no solution, at least one card must go on an occupied
+    cell. One such card, on cell x, removes x's equation (x is covered) and
+    frees F of x's row and column, and nothing else: if no x makes the rest
+    solvable, at least two are needed. The check is a union-find with
+    parities over the 4 + 4 lines of the box and a node for "F = 0".
+    """
+    if most <= 0 or most > 2 or state[K.FACE_DOWN_COUNT] == 0:
+        return 0  # cannot decide anything, or F = 0 everywhere solves it
+    grid = rules[K.RULE_GRID]
+    r0 = state[K.MIN_ROW]
+    r1 = state[K.MAX_ROW]
+    c0 = state[K.MIN_COL]
+    c1 = state[K.MAX_COL]
+    rows_fixed = c1 - c0 + 1 >= grid  # the column span is final: rows can only fill their empty cells
+    cols_fixed = r1 - r0 + 1 >= grid
+    if not rows_fixed and not cols_fixed:
+        return 0  # every line can still open a pile: every F is free
+    occupied = state[K.OCCUPIED]
+    box = K.BAND_ROWS[r0 * K.SIDE + r1] & K.BAND_COLS[c0 * K.SIDE + c1]
+    empty = box & ~occupied
+    closed = 0
+    if rows_fixed:
+        for r in range(r0, r1 + 1):
+            if K.ROW_MASK[r] & empty == 0:
+                closed |= 1 << (r - r0)
+    if cols_fixed:
+        for c in range(c0, c1 + 1):
+            if K.COL_MASK[c] & empty == 0:
+                closed |= 1 << (4 + c - c0)
+    if _consistent(state, r0, c0, closed, -1, parent, parity):
+        return 0
+    if most == 1:
+        return 1
+    m = occupied & ~state[K.FULL]
+    while m:
+        x = K.lowest_cell(m)
+        m &= m - 1
+        free = (1 << (K.ROW_OF[x] - r0)) | (1 << (4 + K.COL_OF[x] - c0))
+        if _consistent(state, r0, c0, closed & ~free, x, parent, parity):
+            return 1
+    return 2
+
+
+@njit(cache=True, inline="always")
+def _need(state, rules, target, slack, parent, parity):
+    """Cards still needed at the least before a win is possible (pruning rule 2).
+
+    `slack` is how many cards beyond one per missing pile the caller can
+    afford; the bound is only refined as far as that decides anything.
+    """
+    p = state[K.PILES]
+    if p < target:
+        return target - p + _stacks_needed(state, rules, slack + 1, parent, parity)
+    return 1 if state[K.FACE_DOWN_COUNT] > 0 else 0
+
+
+@njit(cache=True, inline="always")
+def _gen_moves(state, rules, card, turn, limit, target, order, moves, d, keys):
+    """Sorted moves for placing `card` at turn `turn` (rules 1 and 2 applied); returns how many."""
+    legal = K.legal_cells(state, rules)
+    max_fd = rules[K.RULE_MAX_FACE_DOWN]
+    occupied = state[K.OCCUPIED]
+    p = state[K.PILES]
+    if p < target and turn + 1 + target - p >= limit:
+        legal &= ~occupied  # rule 2: only new piles can still win before the limit
+    n = 0
+    m = legal
+    while m:
+        cell = K.lowest_cell(m)
+        m &= m - 1
+        new = 1 - ((occupied >> cell) & 1)
+        pa = p + new
+        if pa < target and turn + 1 + target - pa >= limit:
+            continue  # rule 2: no win before the limit
+        fd = K.face_down_after(state, cell, card)
+        if fd > max_fd:
+            continue  # rule 1: loses at once
+        if pa == target and fd > 0 and turn + 2 >= limit:
+            continue  # rule 2: a full grid with a face-down card needs another card
+        if order == ORDER_GREEDY:
+            key = fd * 128 + (1 - new) * 64 + cell
+        else:
+            key = (1 - new) * 4096 + fd * 128 + cell
+        # insertion sort: lists are short
+        j = n
+        while j > 0 and keys[j - 1] > key:
+            keys[j] = keys[j - 1]
+            moves[d, j] = moves[d, j - 1]
+            j -= 1
+        keys[j] = key
+        moves[d, j] = cell
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def search_init(deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp,
+                ctl, states, moves, nmoves, nexts, line):
+    """Set up a search of `deck` for a win before turn `limit` (root: the empty table, turn 0)."""
+    ctl[:] = 0
+    grid = rules[K.RULE_GRID]
+    ctl[CTL_LIMIT] = limit
+    ctl[CTL_ORDER] = order
+    ctl[CTL_STOP_AT_WIN] = stop_at_win
+    ctl[CTL_TT_DEPTH] = TT_DEPTH
+    ctl[CTL_USE_TT] = use_tt
+    ctl[CTL_USE_SYM] = use_sym
+    ctl[CTL_STAMP] = stamp
+    ctl[CTL_FLOOR] = grid * grid
+    K.reset(states[0])
+    keys = np.empty(MAX_MOVES, np.int64)
+    nmoves[0] = _gen_moves(states[0], rules, deck[0], 0, limit, grid * grid, order, moves, 0, keys)
+    nexts[0] = 0
+    ctl[CTL_DEPTH] = 0
+    line[:] = -1
+    if nmoves[0] == 0:
+        ctl[CTL_STATUS] = DONE
+
+
+@njit(cache=True)
+def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, best_line,
+               node_keys, tabled, tt_keys, tt_info):
+    """Run the depth-first search until it ends or `ctl[CTL_NODES]` reaches `budget`.
+
+    Everything the search needs to go on is in the arrays, so calling again
+    with a larger budget continues exactly where it stopped. A win before
+    the limit is copied to `best_line`; then the search stops
+    (`CTL_STOP_AT_WIN`), or the limit becomes the win's turn and the search
+    goes on for a better one (branch and bound).
+    """
+    target = ctl[CTL_FLOOR]
+    use_tt = ctl[CTL_USE_TT]
+    use_sym = ctl[CTL_USE_SYM]
+    stamp = ctl[CTL_STAMP]
+    order = ctl[CTL_ORDER]
+    stop_at_win = ctl[CTL_STOP_AT_WIN]
+    tt_depth = ctl[CTL_TT_DEPTH]
+    keys = np.empty(MAX_MOVES, np.int64)
+    codes = np.zeros(FRAME * FRAME, np.uint64)
+    uf_parent = np.zeros(9, np.int64)
+    uf_parity = np.zeros(9, np.int64)
+    d = ctl[CTL_DEPTH]
+    nodes = ctl[CTL_NODES]
+    limit = ctl[CTL_LIMIT]
+    while ctl[CTL_STATUS] == RUNNING:
+        if nodes >= budget:
+            break
+        if nexts[d] >= nmoves[d]:
+            # Finished: no win before `limit` from this position (rule 3). The limit
+            # may have dropped while it was searched; the fact holds for the current one.
+            if d > 0 and tabled[d]:
+                _tt_store(tt_keys, tt_info, node_keys[d], stamp, limit, d)
+                ctl[CTL_TT_STORES] += 1
+            if d == 0:
+                ctl[CTL_STATUS] = DONE
+                break
+            d -= 1
+            continue
+        cell = moves[d, nexts[d]]
+        nexts[d] += 1
+        child = states[d + 1]
+        child[:] = states[d]
+        card = deck[d]
+        K.draw(child, card)
+        K.place(child, rules, cell, card)
+        nodes += 1
+        line[d] = cell
+        t = d + 1
+        if child[K.PILES] == target and child[K.FACE_DOWN_COUNT] == 0:
+            if t < limit:
+                best_line[:] = -1
+                best_line[:t] = line[:t]
+                ctl[CTL_BEST] = t
+                limit = t
+                if stop_at_win or limit <= target:
+                    ctl[CTL_STATUS] = STOPPED_AT_WIN
+                    break
+            continue
+        slack = limit - 1 - t - (target - child[K.PILES])
+        if t + _need(child, rules, target, slack, uf_parent, uf_parity) >= limit:
+            continue  # rule 2 (rule 1 was applied when the move was generated)
+        tt_here = use_tt and (t <= tt_depth or slack > 0)
+        tabled[t] = tt_here
+        if tt_here:
+            position_key(child, use_sym, codes, node_keys[t])
+            if _tt_probe(tt_keys, tt_info, node_keys[t], stamp, limit):
+                ctl[CTL_TT_HITS] += 1
+                continue  # rule 3
+        nmoves[t] = _gen_moves(child, rules, deck[t], t, limit, target, order, moves, t, keys)
+        nexts[t] = 0
+        d = t
+    ctl[CTL_DEPTH] = d
+    ctl[CTL_NODES] = nodes
+    ctl[CTL_LIMIT] = limit
+
+
+@njit(cache=True)
+def play_line(deck, moves, n, rules, state):
+    """Play the first `n` cells of `moves` through the engine's kernels, as the game loop does.
+
+    Returns (end code, cards played); the final position stays in `state`.
+    A cell that is not legal ends it with END_ILLEGAL_MOVE; a line that
+    stops before the game ends returns -1.
+    """
+    K.reset(state)
+    for t in range(n):
+        card = deck[t]
+        K.draw(state, card)
+        cell = moves[t]
+        if cell < 0 or cell >= K.CELLS or not (K.legal_cells(state, rules) >> cell) & 1:
+            return K.END_ILLEGAL_MOVE, t
+        K.place(state, rules, cell, card)
+        end = K.end_of_turn(state, rules)
+        if end >= 0:
+            return end, t + 1
+    return -1, n
+
+
+@njit(cache=True)
+def greedy_line(deck, rules, horizon, state, moves):
+    """Greedy's game on `deck`, the first `horizon` cards only: its winning turn (0 if it does not win)."""
+    K.reset(state)
+    rng = np.zeros(1, np.uint64)  # greedy draws nothing
+    params = np.empty(0, np.float64)  # and has no parameters
+    for t in range(horizon):
+        card = deck[t]
+        K.draw(state, card)
+        legal = K.legal_cells(state, rules)
+        if legal == 0:
+            return 0
+        cell = policies.greedy.choose(state, rules, card, legal, rng, params)
+        moves[t] = cell
+        K.place(state, rules, cell, card)
+        end = K.end_of_turn(state, rules)
+        if end == K.END_WIN:
+            return t + 1
+        if end >= 0:
+            return 0
+    return 0
+
+
+# --- Python API -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """What the solver found for one deal."""
+
+    outcome: str
+    """won (a winning line found), lost (proven: no line wins) or unresolved (a limit was hit first)."""
+    score: int | None
+    """Cards left in the stock at the best win found; None unless won."""
+    proven_best: bool
+    """True when no line wins with a higher score."""
+    nodes: int
+    """Placements the search tried (both searches of the schedule)."""
+    seconds: float
+    """Wall time of the solve."""
+    moves: tuple[int, ...] | None
+    """The best winning line found: the canonical cell of each placement; None unless won."""
+
+
+DEFAULT_TT_BITS = 21
+"""The transposition table has 2**21 entries (64 MiB), allocated once per process."""
+FIRST_ROUND = 10_000
+"""Nodes each search gets in the first round of the schedule; rounds double."""
+_SLICE_SECONDS = 0.02
+
+
+class _Search:
+    """One resumable depth-first search: its stack lives in these arrays."""
+
+    def __init__(self):
+        self.ctl = np.zeros(CTL_SIZE, np.int64)
+        self.states = np.zeros((MAX_DEPTH + 1, K.STATE_SIZE), np.int64)
+        self.moves = np.zeros((MAX_DEPTH + 1, MAX_MOVES), np.int64)
+        self.nmoves = np.zeros(MAX_DEPTH + 1, np.int64)
+        self.nexts = np.zeros(MAX_DEPTH + 1, np.int64)
+        self.line = np.zeros(K.DECK_SIZE, np.int64)
+        self.best_line = np.full(K.DECK_SIZE, -1, np.int64)
+        self.node_keys = np.zeros((MAX_DEPTH + 1, KEY_WORDS), np.uint64)
+        self.tabled = np.zeros(MAX_DEPTH + 1, np.bool_)
+        self.nodes = 0  # over every search this object ran
+        self.best = 0  # turn of its best win, 0 for none
+        self.best_moves: tuple[int, ...] | None = None
+
+    def start(self, deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp):
+        search_init(deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp, self.ctl, self.states,
+                    self.moves, self.nmoves, self.nexts, self.line)
+
+    @property
+    def status(self) -> int:
+        return int(self.ctl[CTL_STATUS])
+
+    @property
+    def limit(self) -> int:
+        return int(self.ctl[CTL_LIMIT])
+
+    def run(self, deck, rules, nodes, deadline, tt_keys, tt_info, rate):
+        """Search `nodes` more nodes at most (fewer if it ends or the deadline passes)."""
+        ctl = self.ctl
+        stop = int(ctl[CTL_NODES]) + nodes
+        slice_nodes = 2_000
+        while ctl[CTL_STATUS] == RUNNING and ctl[CTL_NODES] < stop:
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+            n0 = int(ctl[CTL_NODES])
+            s0 = time.perf_counter()
+            search_run(deck, rules, min(stop, n0 + slice_nodes), ctl, self.states, self.moves, self.nmoves,
+                       self.nexts, self.line, self.best_line, self.node_keys, self.tabled, tt_keys, tt_info)
+            done = int(ctl[CTL_NODES]) - n0
+            self.nodes += done
+            dt = time.perf_counter() - s0
+            if dt > 0 and done > 1000:
+                rate[0] = 0.5 * rate[0] + 0.5 * done / dt
+            slice_nodes = max(2_000, min(int(rate[0] * _SLICE_SECONDS), 4 * slice_nodes))
+        best = int(ctl[CTL_BEST])
+        if best and (not self.best or best < self.best):
+            self.best = best
+            self.best_moves = tuple(int(c) for c in self.best_line[:best])
+
+
+class Solver:
+    """Reusable search buffers (the transposition table is allocated once per process).
+
+    Entries are tagged with a per-search stamp, so a new search never needs
+    to clear the table and never uses another search's entries.
+
+    A solve runs two complete searches side by side, in rounds of doubling
+    node budgets (10,000 nodes each, then 20,000, ...), so that whichever
+    suits the deal finishes first, at most a small factor later than alone:
+
+    - *any win*: greedy's ordering, every win before the end of the stock.
+      With ``first_win`` it stops at its first win; otherwise every win
+      found lowers its limit (branch and bound) and it goes on for a better
+      one. When it ends, its last win is the best (or there is none: lost).
+    - *least cards*: iterative deepening on the turn of the win, searching
+      for a win on turn grid*grid (the least possible), then grid*grid+1,
+      and so on; each level is a complete search with tight pruning (rule 2
+      leaves one card per missing pile and little else), so its first win
+      is the best there is, and each level it finishes proves that no win
+      comes that soon. It stops at the other search's best win: when it
+      finishes that level, that win is proven best.
+
+    Rounds are counted in nodes, never in time, so with only a node limit
+    the result does not depend on the machine.
+    """
+
+    def __init__(self, tt_bits: int = DEFAULT_TT_BITS):
+        self.tt_keys = np.zeros((1 << tt_bits, KEY_WORDS), np.uint64)
+        self.tt_info = np.zeros((1 << tt_bits, 3), np.int64)
+        self.stamp = 0
+        self.any_win = _Search()
+        self.least = _Search()
+        self.rate = np.array([1e6])  # nodes per second, refined as it runs (slice sizes only)
+        self.scratch_state = np.zeros(K.STATE_SIZE, np.int64)
+        self.scratch_moves = np.zeros(K.DECK_SIZE, np.int64)
+
+    def _stamp(self) -> int:
+        self.stamp += 1
+        return self.stamp
+
+    def solve(self, cards: np.ndarray, rules: Rules, first_win: bool, node_limit: int | None,
+              time_limit: float | None, horizon: int, use_tt: bool, use_sym: bool) -> SolveResult:
+        t0 = time.perf_counter()
+        deadline = None if time_limit is None else t0 + time_limit
+        r = rules.as_array()
+        deck = cards.astype(np.int64)
+        cap = node_limit if node_limit is not None else np.iinfo(np.int64).max
+        floor = rules.grid * rules.grid
+        a, b = self.any_win, self.least
+        for s in (a, b):
+            s.nodes, s.best, s.best_moves = 0, 0, None
+        # Greedy's game first: when it wins, the searches only look for better wins.
+        greedy = greedy_line(deck, r, horizon, self.scratch_state, self.scratch_moves)
+        if greedy:
+            a.best, a.best_moves = greedy, tuple(int(c) for c in self.scratch_moves[:greedy])
+        a.start(deck, r, greedy or horizon + 1, ORDER_NEW_PILE, first_win, use_tt, use_sym, self._stamp())
+        proven_floor = floor  # no win comes before this turn
+        lost = False
+        if a.status == DONE:  # nothing to search: no (better) win
+            lost = not greedy
+            proven_floor = max(proven_floor, greedy)
+        level = floor + 1  # the least-cards search's limit
+        b_active = level <= horizon + 1
+        if b_active:
+            b.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp())
+
+        def best_turn():
+            return min(x for x in (a.best, b.best) if x) if a.best or b.best else 0
+
+        def settled():
+            best = best_turn()
+            return lost or (best and (first_win or best <= proven_floor))
+
+        round_nodes = FIRST_ROUND
+        while not settled():
+            used = a.nodes + b.nodes
+            if used >= cap or (deadline is not None and time.perf_counter() >= deadline):
+                break
+            if a.status == RUNNING:
+                a.run(deck, r, min(round_nodes, cap - used), deadline, self.tt_keys, self.tt_info, self.rate)
+                if a.status == DONE:  # searched everything below its limit
+                    if a.best:
+                        proven_floor = max(proven_floor, a.best)  # branch and bound: no better win
+                    else:
+                        lost = True
+                elif a.status == STOPPED_AT_WIN and not first_win:
+                    proven_floor = max(proven_floor, a.best)  # a win on the least possible turn
+                if settled():
+                    break
+            spend = min(round_nodes, cap - (a.nodes + b.nodes))
+            while b_active and spend > 0:
+                n0 = b.nodes
+                b.run(deck, r, spend, deadline, self.tt_keys, self.tt_info, self.rate)
+                spend -= b.nodes - n0
+                if b.status == RUNNING:
+                    break  # out of budget (or time)
+                if b.status == STOPPED_AT_WIN:
+                    proven_floor = max(proven_floor, b.best)  # every level below was finished
+                    b_active = False
+                else:
+                    proven_floor = max(proven_floor, level)  # no win before turn `level`
+                    upper = best_turn() or horizon + 1
+                    if level >= upper:
+                        b_active = False
+                        lost = lost or not best_turn()
+                    else:
+                        level += 1
+                        b.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp())
+            if a.status != RUNNING and not b_active:
+                break
+            round_nodes *= 2
+        seconds = time.perf_counter() - t0
+        nodes = a.nodes + b.nodes
+        best = best_turn()
+        if best:
+            moves = a.best_moves if a.best == best else b.best_moves
+            return SolveResult("won", K.DECK_SIZE - best, bool(best <= proven_floor), nodes, seconds, moves)
+        if lost:
+            return SolveResult("lost", None, False, nodes, seconds, None)
+        return SolveResult("unresolved", None, False, nodes, seconds, None)
+
+
+_SOLVER: Solver | None = None
+
+
+def _solver() -> Solver:
+    global _SOLVER
+    if _SOLVER is None:
+        _SOLVER = Solver()
+    return _SOLVER
+
+
+def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit: int | None = None,
+          time_limit: float | None = None, *, horizon: int = K.DECK_SIZE, transpositions: bool = True,
+          symmetry: bool = True) -> SolveResult:
+    """Search every line of play of `deck` (40 ranks in draw order) with the stock order known.
+
+    - ``first_win``: stop at the first win (winnability only); otherwise go on
+      for the best score.
+    - ``node_limit``: stop after this many placements tried (reproducible).
+    - ``time_limit``: stop after about this many seconds (machine-dependent).
+    - ``horizon``: only the first `horizon` cards are dealt (a shortened stock,
+      for tests); a win must come by then. Scores stay ``40 - cards played``.
+    - ``transpositions``, ``symmetry``: switch the transposition table, or
+      only its symmetry and translation canonicalization, off (for tests).
+    """
+    cards = validate_deck(deck)
+    rules = rules_or_default(rules)
+    if node_limit is not None and (isinstance(node_limit, bool) or int(node_limit) < 1):
+        raise ValueError(f"node_limit must be a positive integer, not {node_limit!r}")
+    if time_limit is not None and not (isinstance(time_limit, (int, float)) and math.isfinite(time_limit)
+                                       and time_limit > 0):
+        raise ValueError(f"time_limit must be a positive number of seconds, not {time_limit!r}")
+    if not 1 <= horizon <= K.DECK_SIZE:
+        raise ValueError(f"horizon must be in 1..40, not {horizon!r}")
+    return _solver().solve(cards, rules, bool(first_win), None if node_limit is None else int(node_limit),
+                           time_limit, int(horizon), bool(transpositions), bool(symmetry))
