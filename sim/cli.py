@@ -251,6 +251,14 @@ def report(
     from sim.report import load_reports, render
 
     _check_format(fmt)
+    from sim.solve_run import is_solve_run, render_solve_reports  # `sim solve` runs have their own report
+
+    if any(is_solve_run(r) for r in runs):
+        if not all(is_solve_run(r) for r in runs) or png is not None or html is not None:
+            fail("solve runs are reported on their own, as text, markdown or json (no --png/--html)")
+        with library_errors(verbose):
+            typer.echo(render_solve_reports(runs, fmt), nl=False)
+        return
     with library_errors(verbose):
         reports = load_reports(runs)
         text = render(reports, fmt, width=_terminal_width())
@@ -433,6 +441,73 @@ def tune(
                f"seed {result.settings['validation_seed']}, {result.settings['validation_n']:,} games)")
     if out is not None:
         typer.echo(f"wrote {out}")
+
+
+# --- sim solve (sim/solve_run.py) ---------------------------------------------
+
+
+@app.command()
+def solve(
+    n: Annotated[Optional[str], typer.Option("-n", help="Number of deals: 2000, 2e3.")] = None,
+    seed: SeedOpt = 0,
+    deals: Annotated[Optional[Path], typer.Option("--deals", help="Solve the decks of a Parquet/JSON-lines file (column `deck`).")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", "-w", help="Worker processes (default: CPUs).")] = None,
+    first_win: Annotated[bool, typer.Option("--first-win", help="Stop at the first win (winnability only); otherwise search for the best score.")] = False,
+    time_limit: Annotated[Optional[float], typer.Option("--time-limit", help="Seconds per deal (makes outcomes depend on the machine).")] = None,
+    node_limit: Annotated[Optional[str], typer.Option("--node-limit", help="Search nodes (placements tried) per deal: reproducible.")] = None,
+    rule: RuleOpt = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Run directory (default results/solve-...).")] = None,
+    resume: Annotated[Optional[Path], typer.Option("--resume", help="Finish an interrupted solve run in this directory.")] = None,
+    chunk_size: Annotated[Optional[int], typer.Option("--chunk-size", help="Deals per part file.")] = None,
+    record_deals: Annotated[bool, typer.Option("--record-deals", help="Add each deal's deck to the output.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing run directory.")] = False,
+    executor: ExecutorOpt = "local",
+    scheduler: SchedulerOpt = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = 0,
+):
+    """Solve deals with the whole stock order known: won (best score, proven or not), lost, or unresolved.
+
+    Each deal is the deck `sim run` deals for that seed and game. Writes one
+    Parquet row per deal (outcome, score, proven_best, nodes, seconds, moves)
+    and prints winnability (unresolved deals bracketed) and the best scores.
+
+    Example: sim solve -n 2000 --time-limit 10
+    """
+    from sim import runner
+    from sim.logs import setup_logging
+    from sim.solve_run import solve_run
+
+    setup_logging(verbose, quiet)
+    if workers is not None and workers < 1:
+        fail(f"--workers must be at least 1, not {workers}")
+    nodes = None
+    if node_limit is not None:
+        try:
+            nodes = runner.parse_count(node_limit)
+        except runner.UsageError:
+            fail(f"--node-limit {node_limit!r} is not a positive whole number")
+    if time_limit is not None and not time_limit > 0:
+        fail(f"--time-limit must be a positive number of seconds, not {time_limit}")
+    with library_errors(verbose):
+        if resume is not None:
+            if not is_solve_dir(resume):
+                fail(f"{resume} is not a solve run; finish a game run with: sim run --resume {resume}")
+            summary = runner.resume(resume, workers=workers, progress=not quiet,
+                                    executor=executor if executor != "local" or scheduler else None,
+                                    scheduler=scheduler)
+        else:
+            summary = solve_run(n, seed=seed, rules=parse_rules(rule), first_win=first_win, node_limit=nodes,
+                                time_limit=time_limit, workers=workers, chunk_size=chunk_size, out=out, deals=deals,
+                                record_deals=record_deals, force=force, progress=not quiet,
+                                command=runner.command_line(), executor=executor, scheduler=scheduler)
+    typer.echo(summary.text())
+
+
+def is_solve_dir(path: Path) -> bool:
+    from sim.solve_run import is_solve_run
+
+    return is_solve_run(path) or not (path / "manifest.json").exists()
 
 
 def main() -> None:

@@ -43,7 +43,7 @@ class PolicySpec:
     name: str
     """As given: a built-in name, an entry point, or module:attr / file.py:attr."""
     kind: str
-    """builtin, compiled or python."""
+    """builtin, compiled, python, or oracle (the solver, which sees the stock: sim.solve_run)."""
     args: tuple[tuple[str, str], ...] = ()
     """--policy-arg values, as given."""
     target: str | None = None
@@ -107,6 +107,11 @@ def entry_point_policies() -> dict[str, str]:
 def resolve(name: str, args: dict[str, str] | None = None) -> PolicySpec:
     """Turn a --policy value into a PolicySpec, checking it loads; ValueError when it does not."""
     items = tuple((args or {}).items())
+    if name == "oracle":  # sees the stock: played by the solver (sim.solve_run)
+        from sim.solve_run import oracle_options
+
+        oracle_options(dict(items))
+        return PolicySpec(name, "oracle", items)
     if name in policies.BUILTIN:
         spec = PolicySpec(name, "builtin", items)
         spec.params()  # validates the arguments
@@ -134,6 +139,9 @@ def describe() -> list[tuple[str, str, str]]:
     for info in policies.BUILTIN.values():
         params = ", ".join(f"{p.name}={p.default}" for p in info.params) or "-"
         rows.append((info.name, info.description, params))
+    from sim.solve_run import ORACLE_ROW  # sees the stock: runs through the solver, not the game loop
+
+    rows.append(ORACLE_ROW)
     for name, target in sorted(entry_point_policies().items()):
         rows.append((name, f"plugin {target}", "see its documentation"))
     return rows
@@ -258,6 +266,10 @@ def _python_game(deck, decide, rules: Rules, seed: int, game: int, name: str):
 
 def trace_plugin(spec: PolicySpec, deck, rules: Rules, seed: int, game: int):
     """sim.game.trace for a plugin: every turn goes through Python."""
+    if spec.kind == "oracle":
+        from sim.solve_run import oracle_trace
+
+        return oracle_trace(deck, rules, spec.arg_dict)
     return _python_game(deck, _decider(spec, rules), rules, seed, game, spec.name)
 
 
@@ -269,6 +281,10 @@ def _run_compiled(spec: PolicySpec, decks, seed, first_game, rules: Rules, cols)
 
 def compile_plugin(spec: PolicySpec) -> None:
     """Compile a compiled plugin's game loop now (in the main process, before workers fork)."""
+    if spec.kind == "oracle":
+        from sim.solve_run import warm_up_solver
+
+        warm_up_solver()
     if spec.kind == "compiled":
         deck = np.arange(K.DECK_SIZE, dtype=np.uint8)[None, :] // K.COPIES + 1
         _run_compiled(spec, deck, 0, 0, Rules(), new_columns(1))
@@ -277,6 +293,10 @@ def compile_plugin(spec: PolicySpec) -> None:
 def play_plugin(spec: PolicySpec, decks: np.ndarray, seed: int, first_game: int, rules: Rules,
                 record_deals: bool = False) -> GameColumns:
     """Play given decks with a plugin policy; row i is game first_game + i."""
+    if spec.kind == "oracle":
+        from sim.solve_run import oracle_columns
+
+        return oracle_columns(decks, seed, first_game, rules, record_deals, spec.arg_dict)
     seed = check_seed(seed)
     decks = validate_decks(decks)
     n = decks.shape[0]

@@ -81,6 +81,10 @@ class RunConfig:
     """Store each game's deck in a `deck` column."""
     policy_args: tuple[tuple[str, str], ...] = ()
     """The policy's --policy-arg values, as given."""
+    kind: str = "run"
+    """The job: run (play games with a policy) or solve (`sim solve`, see sim.solve_run)."""
+    solve: tuple[tuple[str, object], ...] = ()
+    """A solve job's options (first_win, node_limit, time_limit)."""
 
     @property
     def chunks(self) -> int:
@@ -237,6 +241,7 @@ def config_from_manifest(m: dict) -> RunConfig:
         policy=m["policy"], n=m["n"], seed=m["seed"], rules=Rules(**m["rules"]), chunk_size=m["chunk_size"],
         deals=m.get("deals"), deals_sha256=m.get("deals_sha256"), record_deals=m.get("record_deals", False),
         policy_args=tuple((m.get("policy_args") or {}).items()),
+        kind=m.get("kind", "run"), solve=tuple((m.get("solve") or {}).items()),
     )
 
 
@@ -246,6 +251,8 @@ def _manifest(config: RunConfig, command: str, executor: Executor, sessions: lis
 
     last = sessions[-1] if sessions else {}
     return {
+        "kind": config.kind,
+        **({"solve": dict(config.solve)} if config.kind == "solve" else {}),
         "command": command,
         "version": __version__,
         "policy": config.policy,
@@ -329,8 +336,40 @@ def summarize(run_dir: Path, seconds: float, played: int, status: str) -> RunSum
     )
 
 
+@dataclass(frozen=True)
+class Job:
+    """What differs between kinds of job; chunking, parts, manifest, progress and resume are shared."""
+
+    work: object
+    """payload -> numpy columns, run in a worker (pure)."""
+    frame: object
+    """columns -> the part's DataFrame."""
+    summarize: object
+    """(run_dir, seconds, rows done, status) -> summary with .text()."""
+    warm: object
+    """Compiles or loads what `work` needs; takes the RunConfig."""
+    unit: str = "game"
+    command: str = "run"
+    """`sim <command> --resume` finishes it."""
+
+
+def _warm_run(config: RunConfig, decks: bool = False) -> None:
+    warm_up(seeded=not decks, decks=decks, policy=config.policy, policy_args=dict(config.policy_args))
+
+
+def job_of(config: RunConfig) -> Job:
+    if config.kind == "solve":
+        from sim import solve_run
+
+        return solve_run.JOB
+    if config.kind != "run":
+        raise UsageError(f"unknown job kind {config.kind!r} in the manifest")
+    return Job(play_chunk, games_frame, summarize, _warm_run)
+
+
 def _execute(config: RunConfig, run_dir: Path, executor: Executor, command: str, sessions: list,
              progress: bool, decks: np.ndarray | None) -> RunSummary:
+    job = job_of(config)
     games_dir = run_dir / GAMES
     remove_temp_files(games_dir)
     remove_temp_files(run_dir)
@@ -362,20 +401,20 @@ def _execute(config: RunConfig, run_dir: Path, executor: Executor, command: str,
                 "policy_args": config.policy_args,
                 "rules": config.rules.as_dict(), "record_deals": config.record_deals,
                 "decks": None if decks is None else decks[start:stop],
+                **({"solve": dict(config.solve)} if config.kind == "solve" else {}),
             }
 
     from tqdm import tqdm
 
-    bar = tqdm(total=config.n, initial=sum(parts.values()), unit="game", unit_scale=True, disable=not progress,
+    bar = tqdm(total=config.n, initial=sum(parts.values()), unit=job.unit, unit_scale=True, disable=not progress,
                file=sys.stderr, smoothing=0.1, dynamic_ncols=True)
     status = "incomplete"
     try:
-        warm = functools.partial(warm_up, seeded=decks is None, decks=decks is not None, policy=config.policy,
-                                 policy_args=dict(config.policy_args))
-        with _interrupt_on_sigterm(), contextlib.closing(executor.run(play_chunk, tasks(), warm)) as results:
+        warm = functools.partial(job.warm, config, decks=decks is not None)
+        with _interrupt_on_sigterm(), contextlib.closing(executor.run(job.work, tasks(), warm)) as results:
             for k, cols in results:
                 name = part_name(k)
-                frame = games_frame(cols)
+                frame = job.frame(cols)
                 try:
                     write_atomic(games_dir / name, frame.write_parquet)
                 except OSError as e:
@@ -386,24 +425,24 @@ def _execute(config: RunConfig, run_dir: Path, executor: Executor, command: str,
         status = "complete"
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; {len(parts)} of {config.chunks} parts are done. "
-                          f"Finish with: sim run --resume {run_dir}") from None
+                          f"Finish with: sim {job.command} --resume {run_dir}") from None
     except RunError as e:
-        raise RunError(f"{e}. The run is resumable: sim run --resume {run_dir}") from None
+        raise RunError(f"{e}. The run is resumable: sim {job.command} --resume {run_dir}") from None
     except PolicyError as e:  # raised on a Dask worker, re-raised here
         raise RunError(str(e)) from e
     except ExecutorError as e:
-        raise RunError(f"{e}. Finished parts are kept; finish with: sim run --resume {run_dir}") from None
+        raise RunError(f"{e}. Finished parts are kept; finish with: sim {job.command} --resume {run_dir}") from None
     except TaskFailed as e:
         if e.error_type == "PolicyError":  # the policy's fault: resuming would fail the same way
             raise RunError(e.error_message) from e
-        raise RunError(f"{e}. Finished parts are kept; finish with: sim run --resume {run_dir}") from e
+        raise RunError(f"{e}. Finished parts are kept; finish with: sim {job.command} --resume {run_dir}") from e
     except Exception as e:  # WorkerDied
-        raise RunError(f"{e}. Finished parts are kept; finish with: sim run --resume {run_dir}") from e
+        raise RunError(f"{e}. Finished parts are kept; finish with: sim {job.command} --resume {run_dir}") from e
     finally:
         bar.close()
         with contextlib.suppress(OSError):
             save(status)
-    return summarize(run_dir, session["seconds"], session["games"], status)
+    return job.summarize(run_dir, session["seconds"], session["games"], status)
 
 
 def run(policy: str = "greedy", n: int | str = 1000, seed: int = 0, rules: Rules | None = None,
@@ -457,7 +496,7 @@ def run(policy: str = "greedy", n: int | str = 1000, seed: int = 0, rules: Rules
     run_dir = Path(out) if out is not None else default_out(config)
     _prepare_dir(run_dir, force)
     # Compile or load once, here, before any worker exists.
-    warm_up(seeded=decks is None, decks=decks is not None, policy=policy, policy_args=policy_args)
+    _warm_run(config, decks=decks is not None)
     command = command or "sim.run(" + ", ".join(f"{k}={v!r}" for k, v in [
         ("policy", policy), ("n", n), ("seed", seed), ("rules", rules.as_dict())]) + ")"
     return _execute(config, run_dir, chosen, command, [], progress, decks)
@@ -485,8 +524,7 @@ def resume(run_dir: str | Path, workers: int | None = None, progress: bool = Fal
         chosen = make_executor(kind, workers, scheduler or (m.get("scheduler") if kind == "dask" else None))
     except ExecutorError as e:
         raise UsageError(str(e)) from None
-    warm_up(seeded=decks is None, decks=decks is not None, policy=config.policy,
-            policy_args=dict(config.policy_args))
+    job_of(config).warm(config, decks=decks is not None)
     return _execute(config, run_dir, chosen, m.get("command", ""), m.get("sessions", []), progress, decks)
 
 

@@ -195,14 +195,17 @@ def _slot(k0, k1, k2, mask):
 
 @njit(cache=True, inline="always")
 def _tt_probe(tt_keys, tt_info, key, stamp, limit):
-    """True when the table proves: no win before `limit` from this position."""
+    """True when the table proves: no win before `limit` from this position.
+
+    An entry's info packs (stamp << 16) | (limit << 8) | turn.
+    """
     mask = tt_keys.shape[0] - 1
     i = _slot(key[0], key[1], key[2], mask)
     for s in range(2):
         e = i + s
-        if (tt_info[e, 0] == stamp and tt_keys[e, 0] == key[0] and tt_keys[e, 1] == key[1]
+        if ((tt_info[e] >> 16) == stamp and tt_keys[e, 0] == key[0] and tt_keys[e, 1] == key[1]
                 and tt_keys[e, 2] == key[2]):
-            return tt_info[e, 1] >= limit
+            return ((tt_info[e] >> 8) & 255) >= limit
     return False
 
 
@@ -214,25 +217,23 @@ def _tt_store(tt_keys, tt_info, key, stamp, limit, turn):
     e = -1
     for s in range(2):
         x = i + s
-        if tt_info[x, 0] == stamp and tt_keys[x, 0] == key[0] and tt_keys[x, 1] == key[1] \
+        if (tt_info[x] >> 16) == stamp and tt_keys[x, 0] == key[0] and tt_keys[x, 1] == key[1] \
                 and tt_keys[x, 2] == key[2]:
             e = x
             break
     if e < 0:
-        if tt_info[i, 0] != stamp:
+        if (tt_info[i] >> 16) != stamp:
             e = i
-        elif tt_info[i + 1, 0] != stamp:
+        elif (tt_info[i + 1] >> 16) != stamp:
             e = i + 1
-        elif tt_info[i, 2] >= tt_info[i + 1, 2]:
+        elif (tt_info[i] & 255) >= (tt_info[i + 1] & 255):
             e = i  # replace the entry farther from the root (cheaper to search again)
         else:
             e = i + 1
     tt_keys[e, 0] = key[0]
     tt_keys[e, 1] = key[1]
     tt_keys[e, 2] = key[2]
-    tt_info[e, 0] = stamp
-    tt_info[e, 1] = limit
-    tt_info[e, 2] = turn
+    tt_info[e] = (stamp << 16) | (limit << 8) | turn
 
 
 # --- the search ----------------------------------------------------------------
@@ -492,12 +493,12 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
 
 
 @njit(cache=True)
-def play_line(deck, moves, n, rules, state):
+def play_line(deck, moves, n, rules, state, fired):
     """Play the first `n` cells of `moves` through the engine's kernels, as the game loop does.
 
-    Returns (end code, cards played); the final position stays in `state`.
-    A cell that is not legal ends it with END_ILLEGAL_MOVE; a line that
-    stops before the game ends returns -1.
+    Returns (end code, cards played); the final position stays in `state`
+    and each turn's fired checks in `fired`. A cell that is not legal ends
+    it with END_ILLEGAL_MOVE; a line that stops before the game ends returns -1.
     """
     K.reset(state)
     for t in range(n):
@@ -506,7 +507,7 @@ def play_line(deck, moves, n, rules, state):
         cell = moves[t]
         if cell < 0 or cell >= K.CELLS or not (K.legal_cells(state, rules) >> cell) & 1:
             return K.END_ILLEGAL_MOVE, t
-        K.place(state, rules, cell, card)
+        fired[t] = K.place(state, rules, cell, card)
         end = K.end_of_turn(state, rules)
         if end >= 0:
             return end, t + 1
@@ -558,7 +559,7 @@ class SolveResult:
 
 
 DEFAULT_TT_BITS = 21
-"""The transposition table has 2**21 entries (64 MiB), allocated once per process."""
+"""The transposition table has 2**21 entries of 32 bytes (64 MiB), allocated once per process."""
 FIRST_ROUND = 10_000
 """Nodes each search gets in the first round of the schedule; rounds double."""
 _SLICE_SECONDS = 0.02
@@ -644,8 +645,11 @@ class Solver:
     """
 
     def __init__(self, tt_bits: int = DEFAULT_TT_BITS):
-        self.tt_keys = np.zeros((1 << tt_bits, KEY_WORDS), np.uint64)
-        self.tt_info = np.zeros((1 << tt_bits, 3), np.int64)
+        # Written now, so the pages are mapped here rather than in the first deal's search.
+        self.tt_keys = np.empty((1 << tt_bits, KEY_WORDS), np.uint64)
+        self.tt_keys.fill(0)
+        self.tt_info = np.empty(1 << tt_bits, np.int64)
+        self.tt_info.fill(0)  # stamp 0: no search uses it
         self.stamp = 0
         self.any_win = _Search()
         self.least = _Search()

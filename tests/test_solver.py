@@ -161,7 +161,7 @@ def test_every_won_line_replays_to_a_win_with_its_score(full):
             check_line(deck, r)
             if r.outcome == "won":
                 code, played = play_line(np.array(deck, np.int64), np.array(r.moves, np.int64), len(r.moves),
-                                         rules, state)
+                                         rules, state, np.zeros(K.DECK_SIZE, np.int64))
                 assert (code, K.DECK_SIZE - played) == (K.END_WIN, r.score)
 
 

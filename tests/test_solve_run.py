@@ -1,0 +1,120 @@
+"""`sim solve` (a job of sim.runner), `sim report` on it, and the oracle policy."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import sim
+from sim import kernels as K
+from sim import runner
+from sim.cli import app
+from sim.solve_run import solve_run
+
+NODES = 20_000
+COLUMNS = ["game", "outcome", "score", "proven_best", "nodes", "seconds", "moves"]
+
+
+def rows(run_dir) -> pl.DataFrame:
+    return pl.read_parquet(Path(run_dir) / "games" / "*.parquet").sort("game")
+
+
+def test_rows_are_the_solver_s_results_whatever_the_workers_and_chunks(tmp_path):
+    a = solve_run(60, seed=4, node_limit=NODES, workers=2, chunk_size=7, out=tmp_path / "a")
+    b = solve_run(60, seed=4, node_limit=NODES, workers=1, chunk_size=25, out=tmp_path / "b")
+    ra, rb = rows(a.path), rows(b.path)
+    assert ra.columns == COLUMNS
+    assert ra.schema["outcome"] == pl.Enum(["won", "lost", "unresolved"])
+    assert ra.schema["score"] == pl.UInt8 and ra.schema["moves"] == pl.List(pl.UInt8)
+    assert ra.drop("seconds").equals(rb.drop("seconds"))  # a node limit makes rows reproducible
+    assert ra["game"].to_list() == list(range(60))
+    for g in (0, 17, 59):
+        r = sim.solve(sim.deal(4, g), node_limit=NODES)
+        row = ra.row(g, named=True)
+        assert (row["outcome"], row["score"], row["proven_best"], row["nodes"]) == (
+            r.outcome, r.score, r.proven_best, r.nodes)
+        assert row["moves"] == (None if r.moves is None else list(r.moves))
+    # a won row's line wins in the engine with its score; the others have no score nor line
+    for row in ra.iter_rows(named=True):
+        if row["outcome"] == "won":
+            assert sim.play(sim.deal(4, row["game"]), "oracle").won
+        else:
+            assert row["score"] is None and row["moves"] is None
+    m = json.loads((a.path / "manifest.json").read_text())
+    assert m["kind"] == "solve" and m["solve"] == {"first_win": False, "node_limit": NODES, "time_limit": None}
+    assert m["status"] == "complete" and sum(m["parts"].values()) == 60
+    assert a.deals == 60 and a.won + a.lost + a.unresolved == 60
+    text = a.text()
+    assert "winnable" in text and "proven best" in text and "95% CI" in text
+
+
+def test_resume_solves_only_the_missing_parts(tmp_path):
+    s = solve_run(40, seed=2, first_win=True, node_limit=NODES, workers=2, chunk_size=10, out=tmp_path / "r")
+    before = rows(s.path)
+    (s.path / "games" / "part-00002.parquet").unlink()
+    again = runner.resume(s.path, workers=1)
+    assert again.deals == 40 and again.status == "complete"
+    assert rows(s.path).drop("seconds").equals(before.drop("seconds"))
+    m = json.loads((s.path / "manifest.json").read_text())
+    assert len(m["sessions"]) == 2 and m["sessions"][1]["games"] == 10
+
+
+def test_summary_brackets_unresolved_deals(tmp_path):
+    s = solve_run(30, seed=1, node_limit=1, workers=1, out=tmp_path / "u")  # one node: greedy's game only
+    df = rows(s.path)
+    won = int((df["outcome"] == "won").sum())
+    assert s.unresolved == 30 - won and s.lost == 0
+    low, _ = sim.stats.wilson(won, 30)
+    _, high = sim.stats.wilson(30, 30)
+    assert s.winnable_low == pytest.approx(low) and s.winnable_high == pytest.approx(high)
+    # every deal greedy wins is won, with greedy's score at least
+    games = sim.play_range(1, 0, 30, "greedy")
+    assert set(np.flatnonzero(games.won)) <= set(np.flatnonzero(df["outcome"] == "won"))
+
+
+def test_cli_solve_report_and_errors(tmp_path):
+    cli = CliRunner()
+    out = tmp_path / "c"
+    r = cli.invoke(app, ["solve", "-n", "25", "--node-limit", "2e4", "--out", str(out), "-w", "1", "-q"])
+    assert r.exit_code == 0, r.output
+    assert "winnable" in r.stdout and str(out) in r.stdout
+    rep = cli.invoke(app, ["report", str(out)])
+    assert rep.exit_code == 0, rep.output
+    assert "sim solve" in rep.stdout and "proven" in rep.stdout
+    js = cli.invoke(app, ["report", str(out), "--format", "json"])
+    assert json.loads(js.stdout)["solve_runs"][0]["deals"] == 25
+    again = cli.invoke(app, ["solve", "-n", "25", "--out", str(out), "-q"])
+    assert again.exit_code == 2 and "--resume" in again.output
+    resumed = cli.invoke(app, ["solve", "--resume", str(out), "-q"])
+    assert resumed.exit_code == 0 and "winnable" in resumed.stdout
+    for bad in (["-n", "0"], ["-n", "5", "--node-limit", "x"], ["-n", "5", "--time-limit", "-1"], []):
+        r = cli.invoke(app, ["solve", *bad, "--out", str(tmp_path / "bad"), "-q"])
+        assert r.exit_code == 2, (bad, r.output)
+
+
+def test_oracle_policy_rows_replay_and_beat_greedy(tmp_path):
+    s = sim.run("oracle", 80, seed=3, workers=2, out=tmp_path / "o", policy_args={"nodes": "20000"})
+    g = sim.run("greedy", 80, seed=3, workers=2, out=tmp_path / "g")
+    o_rows = pl.read_parquet(s.path / "games" / "*.parquet").sort("game")
+    g_rows = pl.read_parquet(g.path / "games" / "*.parquet").sort("game")
+    assert o_rows.columns == g_rows.columns
+    assert (o_rows["won"] | ~g_rows["won"]).all()  # never loses a deal greedy wins
+    both = o_rows["won"] & g_rows["won"]
+    assert (o_rows.filter(both)["score"] >= g_rows.filter(both)["score"]).all()
+    for i in (0, 41, 79):
+        r = sim.play(sim.deal(3, i), "oracle", policy_args={"nodes": "20000"})
+        row = o_rows.row(i, named=True)
+        assert (row["won"], row["score"], row["cards_played"], row["face_down"], row["piles"], row["end"]) == (
+            r.won, r.score, r.cards_played, r.face_down, r.piles, r.end)
+        if r.won:  # the game is the solver's line, replayed through the engine
+            line = sim.solve(sim.deal(3, i), node_limit=20_000)
+            assert r.moves == line.moves and r.score == line.score
+    m = json.loads((s.path / "manifest.json").read_text())
+    assert m["kind"] == "run" and m["policy"] == "oracle" and m["policy_args"] == {"nodes": "20000"}
+    with pytest.raises(runner.UsageError):
+        sim.run("oracle", 5, out=tmp_path / "bad", policy_args={"depth": "3"})
+    listing = CliRunner().invoke(app, ["policies"])
+    assert "oracle" in listing.stdout and "SEES THE STOCK" in listing.stdout
