@@ -35,6 +35,18 @@ def test_dask_run_has_the_rows_of_a_local_run(cluster, tmp_path):
     assert m["executor"] == "dask" and m["scheduler"] == cluster.scheduler_address
 
 
+def test_dask_solve_has_the_rows_of_a_local_solve(cluster, tmp_path):
+    from sim.solve_run import solve_run
+
+    d = solve_run(40, seed=2, node_limit=20_000, chunk_size=6, out=tmp_path / "dask", executor="dask",
+                  scheduler=cluster.scheduler_address)
+    local = solve_run(40, seed=2, node_limit=20_000, workers=2, out=tmp_path / "local")
+    # With a node limit (no time limit) a solve is reproducible; only the seconds differ.
+    assert games(d.path).drop("seconds").equals(games(local.path).drop("seconds"))
+    m = json.loads((d.path / "manifest.json").read_text())
+    assert m["executor"] == "dask" and m["status"] == "complete"
+
+
 def test_dask_scheduler_from_the_environment_and_resume(cluster, tmp_path, monkeypatch):
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", cluster.scheduler_address)
     out = tmp_path / "run"
