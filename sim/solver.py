@@ -112,6 +112,7 @@ ORDER_NEW_PILE = 1  # a new pile first, then fewest face-down after, then the lo
 
 MAX_DEPTH = K.DECK_SIZE + 1
 MAX_MOVES = K.CELLS
+SCRATCH = MAX_MOVES + 18  # search_run's work space: move keys, union-find parents and parities
 KEY_WORDS = 3
 FRAME = 4  # the canonical frame: 4 x 4 cells, whatever the grid option
 TT_DEPTH = 8
@@ -132,7 +133,26 @@ def _cell_code(state, cell):
     return np.uint64(1 + (state[K.TOP + cell] - 1) * 16 + down * 8 + (h - 1))
 
 
-@njit(cache=True)
+def _symmetry_tables():
+    """SYM_SRC[s, h, w, i]: for symmetry s of an h x w box, the box cell (index r*4+c) that lands
+    on frame cell i = a*4+b, or 16 (an always-empty slot) when frame cell i is outside the image."""
+    src = np.full((8, FRAME + 1, FRAME + 1, FRAME * FRAME), FRAME * FRAME, np.int64)
+    for h in range(1, FRAME + 1):
+        for w in range(1, FRAME + 1):
+            for s in range(8):
+                hh, ww = (h, w) if s < 4 else (w, h)
+                for a in range(hh):
+                    for b in range(ww):
+                        i, j = [(a, b), (a, w - 1 - b), (h - 1 - a, b), (h - 1 - a, w - 1 - b),
+                                (b, a), (h - 1 - b, a), (b, w - 1 - a), (h - 1 - b, w - 1 - a)][s]
+                        src[s, h, w, a * FRAME + b] = i * FRAME + j
+    return src
+
+
+SYM_SRC = _symmetry_tables()
+
+
+@njit(cache=True, inline="always")
 def position_key(state, use_sym, codes, out):
     """Canonical key of the table (3 uint64 words) into `out`.
 
@@ -140,11 +160,13 @@ def position_key(state, use_sym, codes, out):
     of a 4x4 frame and the smallest encoding over the 8 symmetries of the
     square is kept; word 2 is 0. Without it, only the identity is encoded
     and word 2 holds the box's corner cell, so the key is the exact table.
+    `codes` is scratch space of 17 entries.
     """
     r0 = state[K.MIN_ROW]
     c0 = state[K.MIN_COL]
     h = state[K.MAX_ROW] - r0 + 1
     w = state[K.MAX_COL] - c0 + 1
+    codes[:] = 0
     for i in range(h):
         for j in range(w):
             codes[i * FRAME + j] = _cell_code(state, (r0 + i) * K.SIDE + c0 + j)
@@ -152,35 +174,16 @@ def position_key(state, use_sym, codes, out):
     best1 = np.uint64(0)
     nsym = 8 if use_sym else 1
     for s in range(nsym):
+        src = SYM_SRC[s, h, w]
         k0 = np.uint64(0)
+        for i in range(8):
+            k0 |= codes[src[i]] << np.uint64(8 * i)
+        if s > 0 and k0 > best0:
+            continue  # the first word already decides
         k1 = np.uint64(0)
-        hh = h if s < 4 else w
-        ww = w if s < 4 else h
-        for a in range(hh):
-            for b in range(ww):
-                if s == 0:
-                    i, j = a, b
-                elif s == 1:
-                    i, j = a, w - 1 - b
-                elif s == 2:
-                    i, j = h - 1 - a, b
-                elif s == 3:
-                    i, j = h - 1 - a, w - 1 - b
-                elif s == 4:
-                    i, j = b, a
-                elif s == 5:
-                    i, j = h - 1 - b, a
-                elif s == 6:
-                    i, j = b, w - 1 - a
-                else:
-                    i, j = h - 1 - b, w - 1 - a
-                code = codes[i * FRAME + j]
-                shift = np.uint64(((a & 1) * FRAME + b) * 8)
-                if a < 2:
-                    k0 |= code << shift
-                else:
-                    k1 |= code << shift
-        if s == 0 or k0 < best0 or (k0 == best0 and k1 < best1):
+        for i in range(8):
+            k1 |= codes[src[8 + i]] << np.uint64(8 * i)
+        if s == 0 or k0 < best0 or k1 < best1:
             best0 = k0
             best1 = k1
     out[0] = best0
@@ -417,15 +420,26 @@ def search_init(deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp,
 
 @njit(cache=True)
 def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, best_line,
-               node_keys, tabled, tt_keys, tt_info):
+               node_keys, tabled, tt_keys, tt_info, scratch, codes):
     """Run the depth-first search until it ends or `ctl[CTL_NODES]` reaches `budget`.
 
     Everything the search needs to go on is in the arrays, so calling again
     with a larger budget continues exactly where it stopped. A win before
     the limit is copied to `best_line`; then the search stops
     (`CTL_STOP_AT_WIN`), or the limit becomes the win's turn and the search
-    goes on for a better one (branch and bound).
+    goes on for a better one (branch and bound). `scratch` (int64, SCRATCH
+    entries) and `codes` (uint64, 17) are work space.
     """
+    # Uncounted views: the caller owns every array for the whole call (see K.borrowed).
+    deck, rules, ctl, states, moves = K.borrowed(deck), K.borrowed(rules), K.borrowed(ctl), K.borrowed(states), \
+        K.borrowed(moves)
+    nmoves, nexts, line, best_line = K.borrowed(nmoves), K.borrowed(nexts), K.borrowed(line), K.borrowed(best_line)
+    node_keys, tabled, tt_keys, tt_info = K.borrowed(node_keys), K.borrowed(tabled), K.borrowed(tt_keys), \
+        K.borrowed(tt_info)
+    scratch, codes = K.borrowed(scratch), K.borrowed(codes)
+    keys = scratch[:MAX_MOVES]
+    uf_parent = scratch[MAX_MOVES:MAX_MOVES + 9]
+    uf_parity = scratch[MAX_MOVES + 9:MAX_MOVES + 18]
     target = ctl[CTL_FLOOR]
     use_tt = ctl[CTL_USE_TT]
     use_sym = ctl[CTL_USE_SYM]
@@ -433,10 +447,6 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
     order = ctl[CTL_ORDER]
     stop_at_win = ctl[CTL_STOP_AT_WIN]
     tt_depth = ctl[CTL_TT_DEPTH]
-    keys = np.empty(MAX_MOVES, np.int64)
-    codes = np.zeros(FRAME * FRAME, np.uint64)
-    uf_parent = np.zeros(9, np.int64)
-    uf_parity = np.zeros(9, np.int64)
     d = ctl[CTL_DEPTH]
     nodes = ctl[CTL_NODES]
     limit = ctl[CTL_LIMIT]
@@ -457,7 +467,9 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
         cell = moves[d, nexts[d]]
         nexts[d] += 1
         child = states[d + 1]
-        child[:] = states[d]
+        parent = states[d]
+        for i in range(K.STATE_SIZE):
+            child[i] = parent[i]
         card = deck[d]
         K.draw(child, card)
         K.place(child, rules, cell, card)
@@ -578,6 +590,8 @@ class _Search:
         self.best_line = np.full(K.DECK_SIZE, -1, np.int64)
         self.node_keys = np.zeros((MAX_DEPTH + 1, KEY_WORDS), np.uint64)
         self.tabled = np.zeros(MAX_DEPTH + 1, np.bool_)
+        self.scratch = np.zeros(SCRATCH, np.int64)
+        self.codes = np.zeros(FRAME * FRAME + 1, np.uint64)
         self.nodes = 0  # over every search this object ran
         self.best = 0  # turn of its best win, 0 for none
         self.best_moves: tuple[int, ...] | None = None
@@ -605,7 +619,8 @@ class _Search:
             n0 = int(ctl[CTL_NODES])
             s0 = time.perf_counter()
             search_run(deck, rules, min(stop, n0 + slice_nodes), ctl, self.states, self.moves, self.nmoves,
-                       self.nexts, self.line, self.best_line, self.node_keys, self.tabled, tt_keys, tt_info)
+                       self.nexts, self.line, self.best_line, self.node_keys, self.tabled, tt_keys, tt_info,
+                       self.scratch, self.codes)
             done = int(ctl[CTL_NODES]) - n0
             self.nodes += done
             dt = time.perf_counter() - s0

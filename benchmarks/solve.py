@@ -1,0 +1,84 @@
+"""The solver over many deals: `sim solve` with --first-win and for the best score.
+
+    python benchmarks/solve.py [-n 2000] [--seed 0] [--time-limit 10] [--workers 2] [--out DIR]
+
+For each mode it runs `sim solve -n N --seed S --time-limit T` (a fresh
+process, worker pool included) and prints the share of deals won / lost /
+unresolved, how many best scores are proven, the mean best score, and the
+median and 99th-percentile seconds and nodes per deal. The runs are kept
+under --out (default: a temporary directory) for `sim report`.
+"""
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+
+
+def sim_solve(args: list[str]) -> float:
+    t0 = time.perf_counter()
+    cmd = [sys.executable, "-m", "sim", "solve", *args, "-q"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr}")
+    return time.perf_counter() - t0
+
+
+def describe(run_dir: Path, wall: float, command: str) -> str:
+    df = pl.read_parquet(run_dir / "games" / "*.parquet")
+    n = df.height
+    count = {o: int((df["outcome"] == o).sum()) for o in ("won", "lost", "unresolved")}
+    won = df.filter(pl.col("outcome") == "won")
+    proven = int(won["proven_best"].sum())
+    q = lambda col, p: float(df[col].quantile(p, "higher"))  # noqa: E731
+    lines = [
+        f"$ {command}",
+        f"  deals {n:,}: won {count['won']:,} ({count['won'] / n:.2%}), lost {count['lost']:,} "
+        f"({count['lost'] / n:.2%}), unresolved {count['unresolved']:,} ({count['unresolved'] / n:.2%})",
+        f"  best score proven on {proven:,} of {n:,} deals ({proven / n:.2%}); "
+        f"mean best score found {won['score'].mean():.3f} (won deals)"
+        + (f", mean over proven {won.filter(pl.col('proven_best'))['score'].mean():.3f}" if proven else ""),
+        f"  seconds per deal: median {q('seconds', 0.5):.4f}, 99th percentile {q('seconds', 0.99):.3f}, "
+        f"max {df['seconds'].max():.3f}",
+        f"  nodes per deal:   median {q('nodes', 0.5):,.0f}, 99th percentile {q('nodes', 0.99):,.0f}, "
+        f"max {df['nodes'].max():,}",
+        f"  wall time {wall:.1f} s",
+    ]
+    scores = won.group_by("score").agg(pl.len().alias("deals"), pl.col("proven_best").sum().alias("proven"))
+    lines.append("  best scores: " + ", ".join(f"{s}: {k} ({p} proven)" for s, k, p in
+                                              scores.sort("score", descending=True).iter_rows()))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", default="2000", help="deals (default 2000)")
+    parser.add_argument("--seed", default="0")
+    parser.add_argument("--time-limit", default="10", help="seconds per deal (default 10)")
+    parser.add_argument("--workers", default="2")
+    parser.add_argument("--out", type=Path, default=None, help="keep the runs here")
+    parser.add_argument("--mode", choices=("both", "first-win", "best"), default="both")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = args.out or Path(tmp)
+        out.mkdir(parents=True, exist_ok=True)
+        # warm the compile cache, so start-up is a cache load as in everyday use
+        sim_solve(["-n", "4", "--node-limit", "1000", "--out", str(out / "warm"), "--force"])
+        modes = {"first-win": ["--first-win"], "best": []}
+        for name, extra in modes.items():
+            if args.mode not in ("both", name):
+                continue
+            run_dir = out / f"solve-{name}"
+            opts = ["-n", args.n, "--seed", args.seed, "--time-limit", args.time_limit, "--workers", args.workers,
+                    *extra, "--out", str(run_dir), "--force"]
+            wall = sim_solve(opts)
+            print(describe(run_dir, wall, "sim solve " + " ".join(o for o in opts if o != "--force")), flush=True)
+
+
+if __name__ == "__main__":
+    main()
