@@ -714,7 +714,9 @@ class Solver:
             used = a.nodes + b.nodes
             if used >= cap or (deadline is not None and time.perf_counter() >= deadline):
                 break
-            if a.status == RUNNING:
+            # The any-win search pauses while the other one is searching for wins just below its
+            # best (it could only find those, and less efficiently).
+            if a.status == RUNNING and (not b_active or not a.best or a.best > level + 1):
                 a.run(deck, r, min(round_nodes, cap - used), deadline, self.tt_keys, self.tt_info, self.rate)
                 if a.status == DONE:  # searched everything below its limit
                     if a.best:
