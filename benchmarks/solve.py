@@ -42,7 +42,7 @@ def describe(run_dir: Path, wall: float, command: str) -> str:
         f"  best score proven on {proven:,} of {n:,} deals ({proven / n:.2%}); "
         f"mean best score found {won['score'].mean():.3f} (won deals)"
         + (f", mean over proven {won.filter(pl.col('proven_best'))['score'].mean():.3f}" if proven else ""),
-        f"  seconds per deal: median {q('seconds', 0.5):.4f}, 99th percentile {q('seconds', 0.99):.3f}, "
+        f"  seconds per deal: median {q('seconds', 0.5):.6f}, 99th percentile {q('seconds', 0.99):.4f}, "
         f"max {df['seconds'].max():.3f}",
         f"  nodes per deal:   median {q('nodes', 0.5):,.0f}, 99th percentile {q('nodes', 0.99):,.0f}, "
         f"max {df['nodes'].max():,}",

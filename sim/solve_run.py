@@ -17,6 +17,8 @@ column          meaning
 ``nodes``       uint64, placements the searches tried
 ``seconds``     float64, wall time of the deal's search
 ``moves``       list of uint8: the best winning line's cells; null unless won
+``score_bound`` uint8, no line wins with a higher score (equals ``score`` when
+                proven); null when lost
 ``deck``        list of uint8 (with --record-deals)
 ==============  ===============================================================
 
@@ -100,6 +102,7 @@ def solve_chunk(task: dict) -> dict:
         "nodes": np.array([r.nodes for r in results], np.uint64),
         "seconds": np.array([r.seconds for r in results], np.float64),
         "moves": [None if r.moves is None else list(r.moves) for r in results],
+        "score_bound": np.array([-1 if r.score_bound is None else r.score_bound for r in results], np.int8),
         "deck": decks if task["record_deals"] else None,
     }
 
@@ -114,8 +117,10 @@ def solve_frame(cols: dict) -> pl.DataFrame:
         "nodes": pl.Series(cols["nodes"], dtype=pl.UInt64),
         "seconds": pl.Series(cols["seconds"], dtype=pl.Float64),
         "moves": pl.Series(cols["moves"], dtype=pl.List(pl.UInt8)),
+        "score_bound": pl.Series(cols["score_bound"], dtype=pl.Int8),
     }).with_columns(
         pl.when(pl.col("score") >= 0).then(pl.col("score")).cast(pl.UInt8).alias("score"),
+        pl.when(pl.col("score_bound") >= 0).then(pl.col("score_bound")).cast(pl.UInt8).alias("score_bound"),
         pl.col("outcome").replace_strict(dict(enumerate(OUTCOMES)), return_dtype=OUTCOME_ENUM),
     )
     if cols.get("deck") is not None:
@@ -226,6 +231,9 @@ class SolveSummary:
     """Mean best score found, over won deals."""
     mean_proven: float | None
     """Mean best score over the deals whose best is proven."""
+    mean_bound: float | None
+    """Mean of the proven upper bounds of the best scores, over won deals: the true mean lies
+    between mean_score and this."""
     median_seconds: float | None
     p99_seconds: float | None
     median_nodes: float | None
@@ -251,8 +259,9 @@ class SolveSummary:
             f"(95% CI {self.winnable_low:.2%} .. {self.winnable_high:.2%}; unresolved counted as lost .. as won)",
         ]
         if self.won:
-            out.append(f"best score   mean {self.mean_score:.3f} over won deals; proven best on {self.proven:,} "
-                       f"of {self.won:,} ({self.proven / self.won:.2%})"
+            out.append(f"best score   mean {self.mean_score:.3f} over won deals (the true mean is at most "
+                       f"{self.mean_bound:.3f}); proven best on {self.proven:,} of {self.won:,} "
+                       f"({self.proven / self.won:.2%})"
                        + ("" if self.mean_proven is None else f", mean {self.mean_proven:.3f} over those"))
             out.append("  score   deals   proven   share")
             for score, k, p in self.score_counts:
@@ -300,7 +309,7 @@ def summarize_solve(run_dir: Path, seconds: float, solved: int, status: str) -> 
     options = dict(read_manifest(run_dir).get("solve") or {})
     parts = str(run_dir / GAMES / "*.parquet")
     if any((run_dir / GAMES).glob("*.parquet")):
-        lf = pl.scan_parquet(parts).select("outcome", "score", "proven_best", "nodes", "seconds")
+        lf = pl.scan_parquet(parts).select("outcome", "score", "proven_best", "nodes", "seconds", "score_bound")
         counts = dict(lf.group_by("outcome").len().collect().iter_rows())
         scores = (lf.filter(pl.col("outcome") == "won").group_by("score")
                   .agg(pl.len().alias("k"), pl.col("proven_best").sum().alias("p")).sort("score").collect())
@@ -309,6 +318,7 @@ def summarize_solve(run_dir: Path, seconds: float, solved: int, status: str) -> 
             pl.col("nodes").median().alias("n50"), pl.col("nodes").quantile(0.99, "higher").alias("n99"),
             pl.col("score").mean().alias("mean"),
             pl.col("score").filter(pl.col("proven_best")).mean().alias("mean_proven"),
+            pl.col("score_bound").filter(pl.col("outcome") == "won").mean().alias("mean_bound"),
         ).collect().row(0, named=True)
     else:
         counts, scores, stats = {}, None, {}
@@ -320,7 +330,7 @@ def summarize_solve(run_dir: Path, seconds: float, solved: int, status: str) -> 
     return SolveSummary(
         path=run_dir, deals=deals, won=won, lost=lost, unresolved=unresolved, winnable_low=low, winnable_high=high,
         proven=sum(p for _, _, p in score_counts), score_counts=score_counts, mean_score=stats.get("mean"),
-        mean_proven=stats.get("mean_proven"), median_seconds=stats.get("s50"), p99_seconds=stats.get("s99"),
+        mean_proven=stats.get("mean_proven"), mean_bound=stats.get("mean_bound"), median_seconds=stats.get("s50"), p99_seconds=stats.get("s99"),
         median_nodes=stats.get("n50"), p99_nodes=stats.get("n99"), seconds=seconds,
         deals_per_s=solved / seconds if seconds > 0 else math.nan, status=status, options=options,
     )

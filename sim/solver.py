@@ -1,41 +1,62 @@
 """Foursquare with perfect information: a depth-first solver that sees the stock.
 
-``sim.solve(deck)`` searches every line of play for the deck (the whole stock
-order known) and returns a `SolveResult`: ``won`` with the best score found
+``sim.solve(deck)`` searches the lines of play of a deck with the whole stock
+order known and returns a `SolveResult`: ``won`` with the best score found
 (and whether it is proven best), ``lost`` (proven: no line wins) or
 ``unresolved`` (a node or time limit was hit before a win or a proof).
 
 The search
 ----------
 A position is the table after ``t`` cards; its children place card
-``deck[t]`` on each legal cell. Placing cards is done by the engine's own
-kernels (``sim.kernels``), so the solver plays exactly RULES.md's game.
+``deck[t]`` on each legal cell. Cards are placed by the engine's own kernels
+(``sim.kernels``), so the solver plays exactly RULES.md's game, and every
+line it returns is replayed through the engine in the tests.
 
-The search looks for a win *before turn L* (a win after ``T`` cards has
-score ``40 - T``). ``L`` starts at ``horizon + 1`` (41: any win). In best
-score mode every win found sets ``L`` to its turn, so the rest of the search
-only looks for strictly better wins (branch and bound); with ``first_win`` it
-stops at the first win. When the search ends without being stopped by a
-limit, the last win found is the best there is (``proven_best``), or there is
-none (``lost``).
+One search looks for a win *before turn L* (a win after ``T`` cards has score
+``40 - T``), depth first, with its whole stack in arrays so that it can stop
+after any number of nodes and go on later. A solve (`Solver.solve`) first
+plays greedy's game (when it wins, only better wins are looked for), then
+runs two such searches side by side in rounds of doubling node budgets:
+
+- *any win*: ``L`` is greedy's winning turn, or 41 (any win). Children in
+  order "new pile first, then fewest face-down cards, then lowest cell". With
+  ``first_win`` it stops at its first win; otherwise each win found lowers
+  ``L`` to its turn and it goes on (branch and bound). Finishing proves its
+  last win best, or the deal lost.
+- *least cards*: iterative deepening on the winning turn, ``L = grid*grid +
+  1, grid*grid + 2, ...``: each level is a complete search, so its first win
+  is the best there is, and each level finished proves "no win before L". It
+  stops at the best win known: finishing that level proves it best.
+
+The any-win search pauses while the least-cards search works on the turns
+just below its best win. Nearly every deal has a win on turn 16 or 17 (score
+24 or 23): the least-cards search finds or rules those out with almost no
+slack, where rule 2 below cuts hardest.
 
 Pruning rules, and why none of them loses a win (or a better win):
 
 1. *Moves that lose at once.* A placement that leaves more than
    ``max_face_down`` face-down top cards ends the game lost (RULES.md, end of
    turn), so no line through it wins. It is never tried.
-2. *The turn bound.* A win needs ``grid * grid`` piles, and a card opens at
+2. *The turn bound.* A win needs ``grid * grid`` piles and a card opens at
    most one pile, so a position after ``t`` cards with ``p`` piles cannot win
    before turn ``t + (grid*grid - p)``; with a full grid and a face-down top it
-   needs at least one more card. A position whose bound is not below ``L``
-   holds no win before ``L`` (so none at all once ``t`` nears the end of the
-   stock, and none better than the best found in best-score mode); it is cut.
+   needs at least one more card. A position whose bound is not below ``L`` is
+   cut: it holds no win before ``L``. The bound is raised by
+   2b. *line parity* (`_stacks_needed`): a lower bound (0, 1 or 2) on the
+   cards that must go on an occupied cell, from the parity of the checks to
+   come in each row and column (see there for the argument). It is what
+   makes searches with little slack cheap: with none, every card to come
+   opens a pile, and most positions whose face-down cards can no longer all
+   be turned up that way are cut many cards before the end.
 3. *The transposition table.* When the search of a position finishes without
    finding a win before ``L``, that is a fact about the position: "no win
-   before turn L from here". It is stored under the position's key, and a
-   later visit of an equal position is cut when the stored ``L`` is at least
-   the current one (``L`` never grows during a search, so this always holds
-   within one solve). A search stopped by a limit stores nothing.
+   before turn L from here" (``L`` may have dropped meanwhile in branch and
+   bound; the fact holds for the value at the end). It is stored under the
+   position's key, and a later visit of an equal position is cut when the
+   stored ``L`` is at least the current one (``L`` never grows within a
+   search, and each search has its own stamp). A search stopped by a limit
+   stores nothing for the positions still open.
 4. *Symmetry and translation.* The key is canonical: the same for every
    translation of the occupied cells and for all eight rotations and
    reflections of the square. Why two such positions have the same future:
@@ -43,32 +64,32 @@ Pruning rules, and why none of them loses a win (or a better win):
    pile lies in a bounding box of at most 4 x 4 cells that contains it, so
    every cell any future placement can use lies within rows and columns
    0..6: the board's edges never forbid a move, only the bounding-box limit
-   does, and that limit depends on the shape of the occupied cells, not on
-   where they are. The rules themselves (orthogonal or king adjacency, the
-   square grid limit, the row check and the column check, which are the same
-   rule on the two axes and touch disjoint cells) are unchanged by any
-   rotation or reflection of the square, which maps rows to rows or columns
-   and columns to columns or rows. Pile heights are part of the key, and
-   their sum is ``t``, so equal keys have the same cards still to come. The
-   moves the solver records are always real canonical cells of the game it
-   played; only the table's key is canonical.
+   does, and that limit depends on the shape of the occupied cells (their
+   box), not on where they are: after a translation it is the box that
+   matters, not the board's edges. The rules themselves (orthogonal or king
+   adjacency, the square grid limit, the row check and the column check,
+   which are the same rule on the two axes and touch disjoint cells) are
+   unchanged by any rotation or reflection of the square, which maps rows to
+   rows or columns and columns to columns or rows. Pile heights are part of
+   the key, and their sum is ``t``, so equal keys have the same cards still
+   to come. The moves the solver records are always the real canonical cells
+   of the line it played; only the table's key is canonical. Positions with
+   no slack after turn ``TT_DEPTH`` skip the table (they are reached by one
+   path only, up to symmetry, so it would never hit).
 
-Move ordering: the children are tried in the order of greedy's key (fewest
-face-down cards after, then a new pile, then the lowest cell), so the
-first line the search follows is greedy's game (as long as greedy's move is
-not cut by rule 1 or 2, which only happens when greedy cannot win), and the
-search never does worse than greedy: a deal greedy wins is won, at least at
-greedy's score, after at most 40 nodes.
+Greedy's game is played before any search, so a deal greedy wins is never
+reported lost nor with a lower score than greedy's.
 
 Limits
 ------
-``node_limit`` counts placements tried; with only a node limit a result is
-a pure function of (deck, rules, options) and does not depend on the
-machine. The compiled search keeps its whole stack in arrays and returns
-after a budget of nodes, so the Python side calls it in slices and checks
-the clock between slices: ``time_limit`` stops the search at the first
-slice boundary after the limit (slices are sized to about 20 ms). A time
-limit makes outcomes depend on the machine's speed.
+``node_limit`` counts placements tried by the searches (greedy's game is not
+counted); with only a node limit a result is a pure function of (deck,
+rules, options) and does not depend on the machine. The compiled search
+returns after a budget of nodes, so the Python side calls it in slices and
+checks the clock between slices: ``time_limit`` stops the solve at the first
+slice boundary after the limit (slices are sized to about 20 ms from the
+measured node rate). A time limit makes outcomes depend on the machine's
+speed (and load).
 """
 
 import math
@@ -568,6 +589,8 @@ class SolveResult:
     """Wall time of the solve."""
     moves: tuple[int, ...] | None
     """The best winning line found: the canonical cell of each placement; None unless won."""
+    score_bound: int | None = None
+    """No line wins with a higher score than this (equal to `score` when proven best); None when lost."""
 
 
 DEFAULT_TT_BITS = 21
@@ -752,12 +775,14 @@ class Solver:
         seconds = time.perf_counter() - t0
         nodes = a.nodes + b.nodes
         best = best_turn()
+        bound = K.DECK_SIZE - proven_floor  # no win comes before turn proven_floor
         if best:
             moves = a.best_moves if a.best == best else b.best_moves
-            return SolveResult("won", K.DECK_SIZE - best, bool(best <= proven_floor), nodes, seconds, moves)
+            return SolveResult("won", K.DECK_SIZE - best, bool(best <= proven_floor), nodes, seconds, moves,
+                               max(bound, K.DECK_SIZE - best))
         if lost:
-            return SolveResult("lost", None, False, nodes, seconds, None)
-        return SolveResult("unresolved", None, False, nodes, seconds, None)
+            return SolveResult("lost", None, False, nodes, seconds, None, None)
+        return SolveResult("unresolved", None, False, nodes, seconds, None, bound)
 
 
 _SOLVER: Solver | None = None

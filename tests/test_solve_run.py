@@ -15,7 +15,7 @@ from sim.cli import app
 from sim.solve_run import solve_run
 
 NODES = 20_000
-COLUMNS = ["game", "outcome", "score", "proven_best", "nodes", "seconds", "moves"]
+COLUMNS = ["game", "outcome", "score", "proven_best", "nodes", "seconds", "moves", "score_bound"]
 
 
 def rows(run_dir) -> pl.DataFrame:
@@ -34,12 +34,15 @@ def test_rows_are_the_solver_s_results_whatever_the_workers_and_chunks(tmp_path)
     for g in (0, 17, 59):
         r = sim.solve(sim.deal(4, g), node_limit=NODES)
         row = ra.row(g, named=True)
-        assert (row["outcome"], row["score"], row["proven_best"], row["nodes"]) == (
-            r.outcome, r.score, r.proven_best, r.nodes)
+        assert (row["outcome"], row["score"], row["proven_best"], row["nodes"], row["score_bound"]) == (
+            r.outcome, r.score, r.proven_best, r.nodes, r.score_bound)
         assert row["moves"] == (None if r.moves is None else list(r.moves))
     # a won row's line wins in the engine with its score; the others have no score nor line
     for row in ra.iter_rows(named=True):
+        if row["outcome"] != "lost":
+            assert row["score_bound"] is not None and row["score_bound"] <= 24
         if row["outcome"] == "won":
+            assert row["score"] <= row["score_bound"] and (row["score"] == row["score_bound"]) == row["proven_best"]
             assert sim.play(sim.deal(4, row["game"]), "oracle").won
         else:
             assert row["score"] is None and row["moves"] is None

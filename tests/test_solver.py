@@ -82,7 +82,12 @@ def replay(deck, moves, rules=None):
 
 
 def check_line(deck, r, rules=None):
+    if r.outcome == "lost":
+        assert r.score_bound is None
+    else:
+        assert r.score_bound is not None
     if r.outcome == "won":
+        assert r.score <= r.score_bound and (r.score == r.score_bound) == r.proven_best
         assert r.moves is not None and len(r.moves) == K.DECK_SIZE - r.score
         assert replay(deck, r.moves, rules) == (True, r.score)
     else:
