@@ -247,7 +247,8 @@ class SolveSummary:
 
     def lines(self) -> list[str]:
         d = self.deals or 1
-        pct = lambda k: f"{k / d:.2%}"  # noqa: E731
+        digits = max(2, len(str(self.deals)) - 3)  # enough to tell the interval's ends apart
+        pct = lambda k: f"{k / d:.{digits}%}"  # noqa: E731
         limits = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in self.options.items()
                            if k != "first_win" and v is not None) or "no limit"
         out = [
@@ -256,9 +257,13 @@ class SolveSummary:
             f"won          {self.won:,} ({pct(self.won)})   lost {self.lost:,} ({pct(self.lost)})   "
             f"unresolved {self.unresolved:,} ({pct(self.unresolved)})",
             f"winnable     {pct(self.won)} .. {pct(self.won + self.unresolved)}   "
-            f"(95% CI {self.winnable_low:.2%} .. {self.winnable_high:.2%}; unresolved counted as lost .. as won)",
+            f"(95% CI {pct(self.winnable_low * d)} .. {pct(self.winnable_high * d)}; "
+            f"unresolved counted as lost .. as won)",
         ]
-        if self.won:
+        if self.won and self.options.get("first_win"):
+            out.append(f"first win    mean score {self.mean_score:.3f} of the first win found (not the best score; "
+                       f"proven best on {self.proven:,} deals)")
+        elif self.won:
             out.append(f"best score   mean {self.mean_score:.3f} over won deals (the true mean is at most "
                        f"{self.mean_bound:.3f}); proven best on {self.proven:,} of {self.won:,} "
                        f"({self.proven / self.won:.2%})"
@@ -267,8 +272,8 @@ class SolveSummary:
             for score, k, p in self.score_counts:
                 out.append(f"  {score:5d} {k:7,d} {p:8,d}   {k / d:6.2%}")
         if self.median_seconds is not None:
-            out.append(f"per deal     median {self.median_seconds:.4f} s, {self.median_nodes:,.0f} nodes; "
-                       f"99th percentile {self.p99_seconds:.3f} s, {self.p99_nodes:,.0f} nodes")
+            out.append(f"per deal     median {1000 * self.median_seconds:.3f} ms, {self.median_nodes:,.0f} nodes; "
+                       f"99th percentile {1000 * self.p99_seconds:,.1f} ms, {self.p99_nodes:,.0f} nodes")
         return out
 
     def text(self) -> str:

@@ -16,22 +16,26 @@ One search looks for a win *before turn L* (a win after ``T`` cards has score
 ``40 - T``), depth first, with its whole stack in arrays so that it can stop
 after any number of nodes and go on later. A solve (`Solver.solve`) first
 plays greedy's game (when it wins, only better wins are looked for), then
-runs two such searches side by side in rounds of doubling node budgets:
+runs several such searches side by side, in rounds of doubling node budgets:
 
-- *any win*: ``L`` is greedy's winning turn, or 41 (any win). Children in
-  order "new pile first, then fewest face-down cards, then lowest cell". With
-  ``first_win`` it stops at its first win; otherwise each win found lowers
-  ``L`` to its turn and it goes on (branch and bound). Finishing proves its
-  last win best, or the deal lost.
+- *any win* (`ANY_WIN`): four searches for any win, with different limits
+  (``grid*grid + 3`` cards, ``grid*grid + 6``, the whole stock twice) and
+  move orderings (new pile first, or greedy's key). A depth-first search for
+  a first win is heavy-tailed: on a few deals in ten thousand one of them
+  wanders for millions of nodes where another wins within a hundred. With
+  ``first_win`` each stops at its first win; otherwise each win lowers the
+  limit of all of them to its turn (branch and bound). One that finishes
+  proves that no (better) win comes before its limit.
 - *least cards*: iterative deepening on the winning turn, ``L = grid*grid +
   1, grid*grid + 2, ...``: each level is a complete search, so its first win
   is the best there is, and each level finished proves "no win before L". It
-  stops at the best win known: finishing that level proves it best.
+  stops at the best win known: finishing that level proves it best. It gets
+  as many nodes as the others together, and those pause while it searches
+  just below their limit.
 
-The any-win search pauses while the least-cards search works on the turns
-just below its best win. Nearly every deal has a win on turn 16 or 17 (score
-24 or 23): the least-cards search finds or rules those out with almost no
-slack, where rule 2 below cuts hardest.
+Nearly every deal has a win on turn 16 or 17 (score 24 or 23): the
+least-cards search finds or rules those out with almost no slack, where
+rule 2 below cuts hardest.
 
 Pruning rules, and why none of them loses a win (or a better win):
 
@@ -595,8 +599,12 @@ class SolveResult:
 
 DEFAULT_TT_BITS = 21
 """The transposition table has 2**21 entries of 32 bytes (64 MiB), allocated once per process."""
-FIRST_ROUND = 10_000
-"""Nodes each search gets in the first round of the schedule; rounds double."""
+ANY_WIN = ((3, ORDER_NEW_PILE), (6, ORDER_GREEDY), (None, ORDER_NEW_PILE), (None, ORDER_GREEDY))
+"""The any-win searches: (cards allowed beyond grid*grid, None for the whole stock; move ordering).
+A depth-first search for any win is heavy-tailed: on a few deals in 10,000 one (limit, ordering)
+wanders for millions of nodes where another wins in a hundred, so several run side by side."""
+FIRST_ROUND = 2_000
+"""Nodes each any-win search gets in the first round of the schedule; rounds double."""
 _SLICE_SECONDS = 0.02
 
 
@@ -631,6 +639,11 @@ class _Search:
     def limit(self) -> int:
         return int(self.ctl[CTL_LIMIT])
 
+    def lower_limit(self, limit: int) -> None:
+        """Look only for wins before `limit` from now on (branch and bound: a better win is known)."""
+        if limit < self.ctl[CTL_LIMIT]:
+            self.ctl[CTL_LIMIT] = limit
+
     def run(self, deck, rules, nodes, deadline, tt_keys, tt_info, rate):
         """Search `nodes` more nodes at most (fewer if it ends or the deadline passes)."""
         ctl = self.ctl
@@ -660,26 +673,11 @@ class Solver:
     """Reusable search buffers (the transposition table is allocated once per process).
 
     Entries are tagged with a per-search stamp, so a new search never needs
-    to clear the table and never uses another search's entries.
-
-    A solve runs two complete searches side by side, in rounds of doubling
-    node budgets (10,000 nodes each, then 20,000, ...), so that whichever
-    suits the deal finishes first, at most a small factor later than alone:
-
-    - *any win*: greedy's ordering, every win before the end of the stock.
-      With ``first_win`` it stops at its first win; otherwise every win
-      found lowers its limit (branch and bound) and it goes on for a better
-      one. When it ends, its last win is the best (or there is none: lost).
-    - *least cards*: iterative deepening on the turn of the win, searching
-      for a win on turn grid*grid (the least possible), then grid*grid+1,
-      and so on; each level is a complete search with tight pruning (rule 2
-      leaves one card per missing pile and little else), so its first win
-      is the best there is, and each level it finishes proves that no win
-      comes that soon. It stops at the other search's best win: when it
-      finishes that level, that win is proven best.
-
-    Rounds are counted in nodes, never in time, so with only a node limit
-    the result does not depend on the machine.
+    to clear the table and never uses another search's entries. `solve`
+    runs the schedule of the module docstring: greedy's game, then the
+    any-win searches and the least-cards search in rounds of doubling node
+    budgets. Rounds are counted in nodes, never in time, so with only a node
+    limit the result does not depend on the machine.
     """
 
     def __init__(self, tt_bits: int = DEFAULT_TT_BITS):
@@ -689,8 +687,8 @@ class Solver:
         self.tt_info = np.empty(1 << tt_bits, np.int64)
         self.tt_info.fill(0)  # stamp 0: no search uses it
         self.stamp = 0
-        self.any_win = _Search()
         self.least = _Search()
+        self.any_win = [_Search() for _ in ANY_WIN]
         self.rate = np.array([1e6])  # nodes per second, refined as it runs (slice sizes only)
         self.scratch_state = np.zeros(K.STATE_SIZE, np.int64)
         self.scratch_moves = np.zeros(K.DECK_SIZE, np.int64)
@@ -707,78 +705,105 @@ class Solver:
         deck = cards.astype(np.int64)
         cap = node_limit if node_limit is not None else np.iinfo(np.int64).max
         floor = rules.grid * rules.grid
-        a, b = self.any_win, self.least
-        for s in (a, b):
-            s.nodes, s.best, s.best_moves = 0, 0, None
+        least = self.least
+        searches = [least, *self.any_win]
+        for x in searches:
+            x.nodes, x.best, x.best_moves = 0, 0, None
+        best, best_moves = 0, None  # the best win known: its turn (0: none) and line
         # Greedy's game first: when it wins, the searches only look for better wins.
         greedy = greedy_line(deck, r, horizon, self.scratch_state, self.scratch_moves)
         if greedy:
-            a.best, a.best_moves = greedy, tuple(int(c) for c in self.scratch_moves[:greedy])
-        a.start(deck, r, greedy or horizon + 1, ORDER_NEW_PILE, first_win, use_tt, use_sym, self._stamp())
+            best, best_moves = greedy, tuple(int(c) for c in self.scratch_moves[:greedy])
         proven_floor = floor  # no win comes before this turn
         lost = False
-        if a.status == DONE:  # nothing to search: no (better) win
-            lost = not greedy
-            proven_floor = max(proven_floor, greedy)
-        level = floor + 1  # the least-cards search's limit
-        b_active = level <= horizon + 1
-        if b_active:
-            b.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp())
-
-        def best_turn():
-            return min(x for x in (a.best, b.best) if x) if a.best or b.best else 0
 
         def settled():
-            best = best_turn()
             return lost or (best and (first_win or best <= proven_floor))
 
+        def used():
+            return sum(x.nodes for x in searches)
+
+        def collect(x):
+            nonlocal best, best_moves
+            if x.best and (not best or x.best < best):
+                best, best_moves = x.best, x.best_moves
+
+        # The least-cards search: levels floor+1, floor+2, ... up to the best win known.
+        level = floor + 1
+        least_on = level <= horizon + 1
+        if least_on:
+            least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp())
+        # The any-win searches: one per (limit, ordering) of ANY_WIN, limits capped by the best win known.
+        anys = []
+        for x, (extra, order) in zip(self.any_win, ANY_WIN):
+            limit = min(horizon + 1 if extra is None else floor + 1 + extra, best or horizon + 1)
+            if limit > floor and (limit, order) not in [(y.limit, y.ctl[CTL_ORDER]) for y in anys]:
+                x.start(deck, r, limit, order, first_win, use_tt, use_sym, self._stamp())
+                anys.append(x)
+
+        def any_finished(x):
+            """An any-win search ended: no (better) win before its limit."""
+            nonlocal proven_floor, lost
+            collect(x)
+            if x.status == DONE or not first_win:  # branch and bound's stop at the least turn is a proof too
+                proven_floor = max(proven_floor, x.limit)
+                if x.limit >= horizon + 1 and not best:
+                    lost = True
+
+        for x in anys:
+            if x.status != RUNNING:
+                any_finished(x)
         round_nodes = FIRST_ROUND
         while not settled():
-            used = a.nodes + b.nodes
-            if used >= cap or (deadline is not None and time.perf_counter() >= deadline):
+            if used() >= cap or (deadline is not None and time.perf_counter() >= deadline):
                 break
-            # The any-win search pauses while the other one is searching for wins just below its
-            # best (it could only find those, and less efficiently).
-            if a.status == RUNNING and (not b_active or not a.best or a.best > level + 1):
-                a.run(deck, r, min(round_nodes, cap - used), deadline, self.tt_keys, self.tt_info, self.rate)
-                if a.status == DONE:  # searched everything below its limit
-                    if a.best:
-                        proven_floor = max(proven_floor, a.best)  # branch and bound: no better win
-                    else:
-                        lost = True
-                elif a.status == STOPPED_AT_WIN and not first_win:
-                    proven_floor = max(proven_floor, a.best)  # a win on the least possible turn
+            active = [x for x in anys if x.status == RUNNING]
+            if best and not first_win:
+                for x in active:  # only better wins are wanted now (branch and bound)
+                    x.lower_limit(best)
+                # ... and wins just below the best are the least-cards search's work
+                active = [x for x in active if x.limit > level + 1 or not least_on]
+            # The any-win searches go first (a win often comes within a few nodes); the
+            # least-cards search (None here) then gets as many nodes as all of them together.
+            for x in active + [None]:
                 if settled():
                     break
-            spend = min(round_nodes, cap - (a.nodes + b.nodes))
-            while b_active and spend > 0:
-                n0 = b.nodes
-                b.run(deck, r, spend, deadline, self.tt_keys, self.tt_info, self.rate)
-                spend -= b.nodes - n0
-                if b.status == RUNNING:
-                    break  # out of budget (or time)
-                if b.status == STOPPED_AT_WIN:
-                    proven_floor = max(proven_floor, b.best)  # every level below was finished
-                    b_active = False
-                else:
-                    proven_floor = max(proven_floor, level)  # no win before turn `level`
-                    upper = best_turn() or horizon + 1
-                    if level >= upper:
-                        b_active = False
-                        lost = lost or not best_turn()
+                spend = min(round_nodes * (max(1, len(active)) if x is None else 1), cap - used())
+                if spend <= 0 or (deadline is not None and time.perf_counter() >= deadline):
+                    break
+                if x is not None:
+                    x.run(deck, r, spend, deadline, self.tt_keys, self.tt_info, self.rate)
+                    if x.status != RUNNING:
+                        any_finished(x)
                     else:
-                        level += 1
-                        b.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp())
-            if a.status != RUNNING and not b_active:
+                        collect(x)
+                    continue
+                while least_on and spend > 0:
+                    n0 = least.nodes
+                    least.run(deck, r, spend, deadline, self.tt_keys, self.tt_info, self.rate)
+                    spend -= least.nodes - n0
+                    if least.status == RUNNING:
+                        break  # out of budget (or time)
+                    if least.status == STOPPED_AT_WIN:
+                        collect(least)
+                        proven_floor = max(proven_floor, least.best)  # every level below was finished
+                        least_on = False
+                    else:
+                        proven_floor = max(proven_floor, level)  # no win before turn `level`
+                        if level >= (best or horizon + 1):
+                            least_on = False
+                            lost = lost or not best
+                        else:
+                            level += 1
+                            least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp())
+            if not least_on and not any(x.status == RUNNING for x in anys):
                 break
             round_nodes *= 2
         seconds = time.perf_counter() - t0
-        nodes = a.nodes + b.nodes
-        best = best_turn()
+        nodes = used()
         bound = K.DECK_SIZE - proven_floor  # no win comes before turn proven_floor
         if best:
-            moves = a.best_moves if a.best == best else b.best_moves
-            return SolveResult("won", K.DECK_SIZE - best, bool(best <= proven_floor), nodes, seconds, moves,
+            return SolveResult("won", K.DECK_SIZE - best, bool(best <= proven_floor), nodes, seconds, best_moves,
                                max(bound, K.DECK_SIZE - best))
         if lost:
             return SolveResult("lost", None, False, nodes, seconds, None, None)

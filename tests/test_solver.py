@@ -233,7 +233,7 @@ def test_limits_and_reproducibility():
     deck = sim.deal(0, 7)  # a deal whose best score takes millions of nodes to prove
     r = solve(deck, node_limit=5_000)
     assert r.nodes <= 5_000 and not r.proven_best
-    assert r.outcome == "won"  # greedy's own line wins this deal within 40 nodes
+    assert r.outcome == "won"  # greedy loses it, but the any-win searches win it within a few hundred nodes
     again = solve(deck, node_limit=5_000)
     assert again.outcome == r.outcome and again.score == r.score and again.nodes == r.nodes
     assert again.moves == r.moves
