@@ -121,3 +121,32 @@ def test_oracle_policy_rows_replay_and_beat_greedy(tmp_path):
         sim.run("oracle", 5, out=tmp_path / "bad", policy_args={"depth": "3"})
     listing = CliRunner().invoke(app, ["policies"])
     assert "oracle" in listing.stdout and "SEES THE STOCK" in listing.stdout
+
+
+def test_sigterm_leaves_a_resumable_solve_and_says_how(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "s"
+    args = ["-m", "sim", "solve", "-n", "3000", "--node-limit", "20000", "--chunk-size", "20", "-w", "2", "-q"]
+    proc = subprocess.Popen([sys.executable, *args, "--out", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        if len(list((out / "games").glob("part-*.parquet"))) >= 2:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert f"sim solve --resume {out}" in err and "Traceback" not in err
+    assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
+    done = {p.name for p in (out / "games").glob("part-*.parquet")}
+    s = runner.resume(out, workers=2)
+    assert s.status == "complete" and s.deals == 3000
+    ref = rows(out).filter(pl.col("game") < 40)
+    assert ref.drop("seconds").equals(rows(solve_run(40, node_limit=20_000, workers=1, chunk_size=40,
+                                                     out=tmp_path / "ref").path).drop("seconds"))
+    assert done  # some parts were kept through the interruption
