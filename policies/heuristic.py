@@ -30,7 +30,7 @@ from numba.cpython.unsafe.numbers import leading_zeros
 
 from sim.kernels import (
     COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW, OCCUPIED,
-    RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN, RULE_MAX_PILE, SIDE, STOCK,
+    RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN, RULE_MAX_PILE, STOCK,
     TOP, borrowed, placement_flips, popcount, trailing_zeros,
 )
 

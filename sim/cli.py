@@ -4,7 +4,6 @@ import contextlib
 import json
 import logging
 import shutil
-import sys
 from pathlib import Path
 from typing import Annotated, NoReturn, Optional
 
@@ -180,7 +179,7 @@ def run(
     setup_logging(verbose, quiet)
     if workers is not None and workers < 1:
         fail(f"--workers must be at least 1, not {workers}")
-    try:
+    with library_errors(verbose):
         if resume is not None:
             summary = runner.resume(resume, workers=workers, progress=not quiet,
                                     executor=executor if executor != "local" or scheduler else None,
@@ -194,14 +193,6 @@ def run(
                                  force=force, progress=not quiet, command=runner.command_line(),
                                  policy_args=parse_policy_args(policy_arg), executor=executor,
                                  scheduler=scheduler)
-    except runner.UsageError as e:
-        fail(str(e), 2)
-    except runner.Interrupted as e:
-        fail(str(e), 130)
-    except runner.RunError as e:
-        if verbose:
-            log.exception("run failed")
-        fail(str(e), 1)
     typer.echo(summary.text())
 
 

@@ -5,7 +5,6 @@ compiled loop serves them all (numba cannot cache a function that takes
 another jitted function as an argument).
 """
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np

@@ -33,7 +33,6 @@ moves through the engine gives.
 
 import math
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 

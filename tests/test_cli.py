@@ -3,7 +3,6 @@
 import json
 
 import pytest
-import typer.main
 from typer.testing import CliRunner
 
 import sim

@@ -50,7 +50,7 @@ def test_dask_solve_has_the_rows_of_a_local_solve(cluster, tmp_path):
 def test_dask_scheduler_from_the_environment_and_resume(cluster, tmp_path, monkeypatch):
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", cluster.scheduler_address)
     out = tmp_path / "run"
-    s = sim.run("random", 6000, seed=1, chunk_size=500, out=out, executor="dask")
+    sim.run("random", 6000, seed=1, chunk_size=500, out=out, executor="dask")
     # Drop two parts, as an interruption would leave it, and resume on the cluster.
     parts = sorted((out / "games").glob("part-*.parquet"))
     for p in parts[3:5]:

@@ -2,7 +2,6 @@
 
 import json
 import random
-import sys
 from pathlib import Path
 
 import numpy as np

@@ -9,7 +9,6 @@ import pytest
 from typer.testing import CliRunner
 
 import sim
-from sim import kernels as K
 from sim import runner
 from sim.cli import app
 from sim.solve_run import solve_run
