@@ -43,7 +43,7 @@ from sim import kernels as K
 from sim.game import GameColumns, check_seed, deal, deal_batch, play_decks, validate_decks
 from sim.rules import Rules
 from sim.runner import Job
-from sim.solver import OUTCOMES, SolveResult, Solver, play_line
+from sim.solver import OUTCOMES, SolveResult, Solver, shared_solver, play_line
 from sim.stats import wilson
 
 OUTCOME_ENUM = pl.Enum(list(OUTCOMES))
@@ -59,17 +59,6 @@ SOLVE_CHUNK = 1_000
 # --- one chunk of deals (runs in a worker) ------------------------------------------------
 
 
-_SOLVER: Solver | None = None
-
-
-def _solver() -> Solver:
-    """One solver per process (its transposition table is allocated on first use, in the worker)."""
-    global _SOLVER
-    if _SOLVER is None:
-        _SOLVER = Solver()
-    return _SOLVER
-
-
 def _decks(task: dict) -> np.ndarray:
     if task["decks"] is not None:
         return validate_decks(task["decks"])
@@ -82,7 +71,7 @@ def solve_decks(decks: np.ndarray, rules: Rules | None = None, first_win: bool =
                 node_limit: int | None = None, time_limit: float | None = None) -> list[SolveResult]:
     """`sim.solve` on each row of an (n, 40) array of decks, in this process."""
     rules = rules or Rules()
-    solver = _solver()
+    solver = shared_solver()
     return [solver.solve(d, rules, first_win, node_limit, time_limit, K.DECK_SIZE, True, True)
             for d in validate_decks(decks)]
 
@@ -165,7 +154,7 @@ def oracle_columns(decks, seed: int, first_game: int, rules: Rules, record_deals
     decks = validate_decks(decks)
     games = play_decks(decks, "greedy", rules, seed, first_game, record_deals)
     cols = {k: np.array(getattr(games, k)) for k in ("won", "score", "cards_played", "face_down", "piles", "end")}
-    solver = _solver()
+    solver = shared_solver()
     state = np.empty(K.STATE_SIZE, np.int64)
     fired = np.zeros(K.DECK_SIZE, np.int64)
     for i, deck in enumerate(decks):
@@ -190,7 +179,7 @@ def oracle_trace(deck, rules: Rules, args: dict | None = None):
     cards = validate_decks(np.array([deck]))[0]
     state = np.empty(K.STATE_SIZE, np.int64)
     fired = np.zeros(K.DECK_SIZE, np.int64)
-    line = _oracle_line(_solver(), cards, rules, nodes, state, fired)
+    line = _oracle_line(shared_solver(), cards, rules, nodes, state, fired)
     if line is None:
         return trace(cards, "greedy", rules)
     code, played, moves = line

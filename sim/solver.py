@@ -813,7 +813,8 @@ class Solver:
 _SOLVER: Solver | None = None
 
 
-def _solver() -> Solver:
+def shared_solver() -> Solver:
+    """One solver per process (its transposition table is allocated on first use, in the worker)."""
     global _SOLVER
     if _SOLVER is None:
         _SOLVER = Solver()
@@ -843,5 +844,5 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
         raise ValueError(f"time_limit must be a positive number of seconds, not {time_limit!r}")
     if not 1 <= horizon <= K.DECK_SIZE:
         raise ValueError(f"horizon must be in 1..40, not {horizon!r}")
-    return _solver().solve(cards, rules, bool(first_win), None if node_limit is None else int(node_limit),
+    return shared_solver().solve(cards, rules, bool(first_win), None if node_limit is None else int(node_limit),
                            time_limit, int(horizon), bool(transpositions), bool(symmetry))
