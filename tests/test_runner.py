@@ -172,7 +172,7 @@ def _wait_for_parts(run_dir, at_least, proc, timeout=60):
 
 
 def test_sigkill_then_resume_gives_exactly_the_uninterrupted_rows(tmp_path):
-    args = ["run", "--policy", "greedy", "-n", "150000", "--seed", "8", "--chunk-size", "3000", "-w", "2", "-q"]
+    args = ["run", "--policy", "greedy", "-n", "1000000", "--seed", "8", "--chunk-size", "5000", "-w", "2", "-q"]
     out = tmp_path / "killed"
     proc = _sim(*args, "--out", str(out))
     _wait_for_parts(out, 1, proc)
@@ -182,22 +182,22 @@ def test_sigkill_then_resume_gives_exactly_the_uninterrupted_rows(tmp_path):
     m = json.loads((out / "manifest.json").read_text())
     assert m["status"] == "incomplete"
     done = len(list((out / "games").glob("part-*.parquet")))
-    assert 0 < done < 50, "the kill should land mid-run"
+    assert 0 < done < 200, "the kill should land mid-run"
     time.sleep(0.5)  # orphaned workers notice the closed pipe and exit
     resumed = subprocess.run([sys.executable, "-m", "sim", "run", "--resume", str(out), "-q"],
                              capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
     assert not [p for p in (out / "games").iterdir() if ".tmp-" in p.name]
-    ref = sim.run("greedy", 150000, seed=8, workers=2, chunk_size=25000, out=tmp_path / "ref")
+    ref = sim.run("greedy", 1000000, seed=8, workers=2, chunk_size=50000, out=tmp_path / "ref")
     got = games(out)
-    assert got.height == 150000 and got["game"].n_unique() == 150000
+    assert got.height == 1000000 and got["game"].n_unique() == 1000000
     assert got.equals(games(ref.path))
 
 
 def test_sigterm_leaves_a_resumable_run_and_says_how(tmp_path):
     out = tmp_path / "run"
-    proc = _sim("run", "-n", "150000", "--chunk-size", "3000", "-w", "2", "-q", "--out", str(out))
+    proc = _sim("run", "-n", "1000000", "--chunk-size", "5000", "-w", "2", "-q", "--out", str(out))
     _wait_for_parts(out, 2, proc)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
@@ -206,12 +206,12 @@ def test_sigterm_leaves_a_resumable_run_and_says_how(tmp_path):
     assert "Traceback" not in err
     assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
     s = sim.resume(out)
-    assert s.status == "complete" and s.games == 150000
+    assert s.status == "complete" and s.games == 1000000
 
 
 def test_dead_worker_names_its_chunk_and_resume_finishes(tmp_path):
     out = tmp_path / "run"
-    proc = _sim("run", "-n", "150000", "--chunk-size", "3000", "-w", "2", "--out", str(out))
+    proc = _sim("run", "-n", "1000000", "--chunk-size", "5000", "-w", "2", "--out", str(out))
     _wait_for_parts(out, 1, proc)
     workers = _children(proc.pid)
     assert workers, "the run should have worker processes"
@@ -223,7 +223,7 @@ def test_dead_worker_names_its_chunk_and_resume_finishes(tmp_path):
     assert not [p for p in (out / "games").iterdir() if ".tmp-" in p.name]
     s = sim.resume(out, workers=2)
     assert s.status == "complete"
-    assert games(out).equals(games(sim.run("greedy", 150000, workers=2, out=tmp_path / "ref").path))
+    assert games(out).equals(games(sim.run("greedy", 1000000, workers=2, out=tmp_path / "ref").path))
 
 
 def test_unwritable_out_is_a_one_line_error(tmp_path):
