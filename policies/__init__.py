@@ -21,27 +21,31 @@ It returns a canonical cell (``row * 7 + col``) whose bit is set in ``legal``.
 Returning anything else stops the run with an error naming the policy, the
 seed, the game, the turn and the value returned.
 
-A plain-Python policy sees the same position through ``sim.plugins.Position``
-(see README, "Plugins"). Built-ins are dispatched by id inside one cached,
-compiled game loop (``sim.game``), so they run at full speed with no
-per-run compile.
+A plain-Python policy sees the same position through
+``sim.players.plugins.Position`` (see README, "Plugins").
+
+A built-in policy is a module of this package with ``choose``, a one-line
+``DESCRIPTION`` and its ``PARAMS`` (see `policies.params`). The engine
+compiles a game loop for each policy on first use (``sim.engine.loop``), and
+numba caches it on disk, so a run compiles only the policy it plays.
 """
 
-import json
-from dataclasses import dataclass, field
-from pathlib import Path
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
+from policies.params import Param
 
-@dataclass(frozen=True)
-class Param:
-    """One parameter a policy takes from ``--policy-arg NAME=VALUE``."""
-
-    name: str
-    default: str
-    """Default, as text."""
-    help: str
+BUILTIN = {
+    "greedy": "policies.greedy",
+    "random": "policies.random",
+    "heuristic": "policies.heuristic",
+    "lookahead": "policies.lookahead",
+    "rollout": "policies.rollout",
+}
+"""Built-in policy name -> the module that implements it."""
 
 
 @dataclass(frozen=True)
@@ -50,81 +54,21 @@ class PolicyInfo:
 
     name: str
     """Name used on the command line (``--policy NAME``)."""
-    id: int
-    """Index the compiled game loop dispatches on."""
-    module: str
-    """Module holding the compiled ``choose`` function."""
+    module: ModuleType
+    """The module holding the compiled ``choose``."""
     description: str
     """One line for listings."""
-    params: tuple[Param, ...] = field(default=())
-    """Parameters, in the order of the params array (weights last)."""
-
-
-_WEIGHTS = Param("weights", "default",
-                 "heuristic weights: a JSON file ({\"weights\": {feature: value}} or a list) or comma-separated numbers")
-
-BUILTIN = {
-    "greedy": PolicyInfo("greedy", 0, "policies.greedy",
-                         "RULES.md's reference policy: fewest face-down cards, then a new pile, then the lowest cell."),
-    "random": PolicyInfo("random", 1, "policies.random", "A uniformly random legal cell (baseline)."),
-    "heuristic": PolicyInfo("heuristic", 2, "policies.heuristic",
-                            "Best weighted evaluation of the position after placing (counts cards).", (_WEIGHTS,)),
-    "lookahead": PolicyInfo("lookahead", 3, "policies.lookahead",
-                            "Expectimax one card ahead over the stock's ranks, heuristic at the leaves.", (_WEIGHTS,)),
-    "rollout": PolicyInfo("rollout", 4, "policies.rollout",
-                          "Flat Monte Carlo: playouts of the rest of the game on random stock orders.", (
-                              Param("samples", "64", "playouts per legal cell"),
-                              Param("base", "heuristic", "policy that plays the playouts: greedy or heuristic"),
-                              _WEIGHTS,
-                          )),
-}
+    params: tuple[Param, ...]
+    """Parameters, in the order of the params array."""
 
 
 def get(name: str) -> PolicyInfo:
     """The built-in policy called `name`; ValueError listing the known ones otherwise."""
-    try:
-        return BUILTIN[name]
-    except KeyError:
+    if name not in BUILTIN:
         known = ", ".join(sorted(BUILTIN))
-        raise ValueError(f"unknown policy {name!r}; known policies: {known}") from None
-
-
-def load_weights(text: str) -> np.ndarray:
-    """Heuristic weights from 'default', a JSON file, or comma-separated numbers."""
-    from policies.heuristic import DEFAULT_WEIGHTS, FEATURES
-
-    if text == "default":
-        return DEFAULT_WEIGHTS.copy()
-    if "," in text or _is_number(text):
-        values = [float(v) for v in text.split(",")]
-    else:
-        path = Path(text)
-        if not path.is_file():
-            raise ValueError(f"weights {text!r} is neither a file nor comma-separated numbers")
-        data = json.loads(path.read_text())
-        data = data.get("weights", data) if isinstance(data, dict) else data
-        if isinstance(data, dict):
-            unknown = set(data) - set(FEATURES)
-            if unknown:
-                raise ValueError(f"unknown features in {text}: {', '.join(sorted(unknown))}; "
-                                 f"features: {', '.join(FEATURES)}")
-            missing = [f for f in FEATURES if f not in data]
-            if missing:
-                raise ValueError(f"{text} lacks weights for: {', '.join(missing)}")
-            values = [float(data[f]) for f in FEATURES]
-        else:
-            values = [float(v) for v in data]
-    if len(values) != len(FEATURES):
-        raise ValueError(f"need {len(FEATURES)} weights ({', '.join(FEATURES)}), got {len(values)}")
-    return np.array(values, dtype=np.float64)
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+        raise ValueError(f"unknown policy {name!r}; known policies: {known}")
+    module = importlib.import_module(BUILTIN[name])
+    return PolicyInfo(name, module, module.DESCRIPTION, tuple(module.PARAMS))
 
 
 def build_params(name: str, args: dict[str, str] | None = None) -> np.ndarray:
@@ -138,20 +82,5 @@ def build_params(name: str, args: dict[str, str] | None = None) -> np.ndarray:
         raise ValueError(f"policy {name!r} has no parameter {', '.join(sorted(unknown))}; it takes: {takes}")
     values: list[float] = []
     for p in info.params:
-        text = args.get(p.name, p.default)
-        if p.name == "weights":
-            values.extend(load_weights(text).tolist())
-        elif p.name == "samples":
-            try:
-                samples = int(text)
-            except ValueError:
-                samples = 0
-            if not 1 <= samples <= 100_000:
-                raise ValueError(f"policy {name!r}: samples={text!r} is not an integer 1..100000")
-            values.append(float(samples))
-        elif p.name == "base":
-            bases = {"greedy": 0.0, "heuristic": 1.0}
-            if text not in bases:
-                raise ValueError(f"policy {name!r}: base={text!r} is not one of: greedy, heuristic")
-            values.append(bases[text])
+        values.extend(p.parse(args.get(p.name, p.default)))
     return np.array(values, dtype=np.float64)

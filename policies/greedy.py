@@ -21,6 +21,9 @@ from sim.kernels import (
     trailing_zeros,
 )
 
+DESCRIPTION = "RULES.md's reference policy: fewest face-down cards, then a new pile, then the lowest cell."
+PARAMS = ()
+
 KEY_DOWN_SHIFT = 7  # key = down << 7 | occupied << 6 | cell
 KEY_OCCUPIED_SHIFT = 6
 KEY_CELL = 63

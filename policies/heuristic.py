@@ -24,9 +24,14 @@ are tuned by ``sim tune``, see README). A winning placement is always taken;
 a placement that loses at once only when every legal cell loses.
 """
 
+import json
+from pathlib import Path
+
 import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
+
+from policies.params import Param
 
 from sim.kernels import (
     COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW, OCCUPIED,
@@ -47,6 +52,51 @@ LOSS = -1e9
 # Default weights, produced by `sim tune --policy heuristic -n 40000 --seed 11`
 # (validation on seed 12: 85.29% of 40,000 games won).
 DEFAULT_WEIGHTS = np.array([-3.8167, -16.6057, -2.1969, -15.6904, -1.4487, 1.1991, 3.9846])
+
+
+def parse_weights(text: str) -> list[float]:
+    """Weights from 'default', a JSON file ({"weights": {feature: value}} or a list), or comma-separated numbers."""
+    if text == "default":
+        return DEFAULT_WEIGHTS.tolist()
+    if "," in text or _is_number(text):
+        values = [float(v) for v in text.split(",")]
+    else:
+        path = Path(text)
+        if not path.is_file():
+            raise ValueError(f"weights {text!r} is neither a file nor comma-separated numbers")
+        data = json.loads(path.read_text())
+        data = data.get("weights", data) if isinstance(data, dict) else data
+        if isinstance(data, dict):
+            unknown = set(data) - set(FEATURES)
+            if unknown:
+                raise ValueError(f"unknown features in {text}: {', '.join(sorted(unknown))}; "
+                                 f"features: {', '.join(FEATURES)}")
+            missing = [f for f in FEATURES if f not in data]
+            if missing:
+                raise ValueError(f"{text} lacks weights for: {', '.join(missing)}")
+            values = [float(data[f]) for f in FEATURES]
+        else:
+            values = [float(v) for v in data]
+    if len(values) != len(FEATURES):
+        raise ValueError(f"need {len(FEATURES)} weights ({', '.join(FEATURES)}), got {len(values)}")
+    return values
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+WEIGHTS = Param("weights", "default",
+                "heuristic weights: a JSON file ({\"weights\": {feature: value}} or a list) or comma-separated numbers",
+                parse_weights)
+"""The weights parameter, shared by the policies that evaluate with `evaluate`."""
+
+DESCRIPTION = "Best weighted evaluation of the position after placing (counts cards)."
+PARAMS = (WEIGHTS,)
 
 
 @njit(cache=True, inline="always")

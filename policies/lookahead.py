@@ -12,10 +12,13 @@ drown every other difference.
 import numpy as np
 from numba import njit
 
-from policies.heuristic import LOSS, WIN, evaluate, stock_prefix
+from policies.heuristic import LOSS, WEIGHTS, WIN, evaluate, stock_prefix
 from sim.kernels import (
     RANKS, STATE_SIZE, STOCK, STOCK_LEFT, draw, legal_cells, place, trailing_zeros,
 )
+
+DESCRIPTION = "Expectimax one card ahead over the stock's ranks, heuristic at the leaves."
+PARAMS = (WEIGHTS,)
 
 LEAF_WIN = 1000.0
 LEAF_LOSS = -1000.0

@@ -8,7 +8,8 @@ from numba import njit
 
 from sim.kernels import next_below, nth_cell, popcount
 
-
+DESCRIPTION = "A uniformly random legal cell (baseline)."
+PARAMS = ()
 
 @njit(cache=True, inline="always")
 def choose(state, rules, card, legal, rng, params):

@@ -17,37 +17,40 @@ from numba import njit
 
 import policies.greedy
 import policies.heuristic
+from policies.heuristic import WEIGHTS
+from policies.params import Param, choice, integer
 from sim.kernels import (
-    DECK_SIZE, END_WIN, RANKS, STATE_SIZE, STOCK, STOCK_LEFT, TURN, draw, end_of_turn, legal_cells, mix64,
-    next_u64, place, popcount, trailing_zeros,
+    DECK_SIZE, END_WIN, RANKS, STATE_SIZE, STOCK, STOCK_LEFT, TURN, end_of_turn, mix64, next_u64, place,
+    play_turns, popcount, trailing_zeros,
+)
+
+DESCRIPTION = "Flat Monte Carlo: playouts of the rest of the game on random stock orders."
+PARAMS = (
+    Param("samples", "64", "playouts per legal cell", integer("rollout", "samples", 1, 100_000)),
+    Param("base", "heuristic", "policy that plays the playouts: greedy or heuristic",
+          choice("rollout", "base", {"greedy": 0.0, "heuristic": 1.0})),
+    WEIGHTS,
 )
 
 P_SAMPLES = 0
 P_BASE = 1
 P_WEIGHTS = 2
 BASE_GREEDY = 0
-BASE_HEURISTIC = 1
 
 
 @njit(cache=True)
-def playout(state, rules, order, start, base, weights, rng):
-    """Play the cards order[start:] from `state` with the base policy; (won, outcome)."""
-    for t in range(start, order.shape[0]):
-        card = order[t]
-        draw(state, card)
-        legal = legal_cells(state, rules)
-        if legal == 0:
-            return False, -float(DECK_SIZE - state[TURN])
-        if base == BASE_GREEDY:
-            cell = policies.greedy.choose(state, rules, card, legal, rng, weights)
-        else:
-            cell = policies.heuristic.choose(state, rules, card, legal, rng, weights)
-        place(state, rules, cell, card)
-        end = end_of_turn(state, rules)
-        if end >= 0:
-            if end == END_WIN:
-                return True, float(state[STOCK_LEFT])
-            return False, -float(DECK_SIZE - state[TURN])
+def playout(state, rules, order, base, weights, rng, moves, fired):
+    """Play the cards of `order` from `state` with the base policy; (won, outcome).
+
+    The outcome is the score of a win, or minus the cards short of 40 for a
+    loss. `moves` and `fired` are scratch arrays of the turn loop.
+    """
+    if base == BASE_GREEDY:
+        end, _ = play_turns(policies.greedy.choose, order, state, rules, weights, rng, moves, fired)
+    else:
+        end, _ = play_turns(policies.heuristic.choose, order, state, rules, weights, rng, moves, fired)
+    if end == END_WIN:
+        return True, float(state[STOCK_LEFT])
     return False, -float(DECK_SIZE - state[TURN])
 
 
@@ -89,6 +92,8 @@ def choose(state, rules, card, legal, rng, params):
     order = np.empty(DECK_SIZE, np.int64)
     sim_state = np.empty(STATE_SIZE, np.int64)
     playout_rng = np.empty(1, np.uint64)
+    moves = np.empty(DECK_SIZE, np.int64)
+    fired = np.empty(DECK_SIZE, np.int64)
     for s in range(samples):
         n = shuffled_stock(state, key, s, order)
         for i in range(n_cells):
@@ -100,7 +105,7 @@ def choose(state, rules, card, legal, rng, params):
                 value = float(sim_state[STOCK_LEFT]) if won else -float(DECK_SIZE - sim_state[TURN])
             else:
                 playout_rng[0] = mix64(key + np.uint64(s))
-                won, value = playout(sim_state, rules, order[:n], 0, base, weights, playout_rng)
+                won, value = playout(sim_state, rules, order[:n], base, weights, playout_rng, moves, fired)
             wins[i] += won
             outcome[i] += value
     best = 0

@@ -4,45 +4,46 @@ The rules are RULES.md's; the engine is compiled with numba. Start here::
 
     import sim
     sim.play(sim.deal(seed=0, game=0), policy="greedy")
+    sim.run(sim.RunConfig(policy="greedy", n=100_000), workers=2)
+
+Names are loaded on first use (PEP 562), so ``import sim`` (and the CLI's
+``--help``) imports neither numba nor polars.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib
 
-from sim._cache import drop_stale_cache
+from sim.version import __version__
 
-drop_stale_cache()
+_EXPORTS = {
+    "Board": "sim.engine.board", "Placement": "sim.engine.board",
+    "Rules": "sim.engine.rules",
+    "deal": "sim.engine.cards",
+    "END_NAMES": "sim.engine.results", "GameColumns": "sim.engine.results", "GameResult": "sim.engine.results",
+    "GameTrace": "sim.engine.results", "PolicyError": "sim.engine.results",
+    "play": "sim.players.api", "trace": "sim.players.api", "play_decks": "sim.players.api",
+    "play_range": "sim.players.api", "warm_up": "sim.players.api",
+    "SolveResult": "sim.solver.solver", "solve": "sim.solver.solver",
+    "RunConfig": "sim.jobs.play", "RunSummary": "sim.jobs.play", "run": "sim.jobs.play",
+    "SolveConfig": "sim.jobs.solve", "SolveSummary": "sim.jobs.solve", "solve_run": "sim.jobs.solve",
+    "resume": "sim.jobs.resume",
+}
 
-# The engine imports below compile (or load from cache) on first use.
 
-from sim.engine import Board, Placement
-from sim.game import (
-    END_NAMES,
-    GameColumns,
-    GameResult,
-    PolicyError,
-    deal,
-    play,
-    play_decks,
-    play_range,
-    warm_up,
-)
-from sim.rules import Rules
-from sim.solver import SolveResult, solve
-
-try:
-    __version__ = version("foursquare-sim")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0+unknown"
-
+_MODULES = ("kernels", "stats", "version", "engine", "solver", "players", "jobs", "analysis", "cli")
 
 
 def __getattr__(name):
-    # The runner pulls in polars; load it only when asked for.
-    if name in ("run", "resume", "RunSummary"):
-        from sim import runner
-
-        return getattr(runner, name)
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    if name in _MODULES:
+        return importlib.import_module(f"sim.{name}")
     raise AttributeError(f"module 'sim' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_EXPORTS))
 
 
 __all__ = [
@@ -50,4 +51,5 @@ __all__ = [
     "Board", "END_NAMES", "GameColumns", "GameResult", "Placement", "PolicyError", "Rules",
     "deal", "play", "play_decks", "play_range", "warm_up",
     "SolveResult", "solve",
+    "RunConfig", "SolveConfig", "SolveSummary", "solve_run", "GameTrace", "trace",
 ]

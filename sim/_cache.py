@@ -3,8 +3,11 @@
 numba keys a cached function on its own file's timestamp only, so a change
 in a kernel it calls from another module (policies/, sim/kernels.py) would
 leave a stale compiled game loop that still runs the old code. Before
-anything compiles, hash every compiled source file and drop the package's
-cache files when the hash differs from the one recorded with them.
+anything compiles (`sim.kernels` calls this on import), hash every source
+file of both packages, sub-packages included, and drop every cache file
+under them when the hash differs from the one recorded with them. A cache
+left by an older layout of the package (other files, other module names)
+has another hash, so it is dropped too, never loaded.
 """
 
 import hashlib
@@ -22,8 +25,8 @@ def _roots() -> list[Path]:
 def sources_digest() -> str:
     digest = hashlib.sha256()
     for root in _roots():
-        for path in sorted(root.glob("*.py")):
-            digest.update(path.name.encode())
+        for path in sorted(root.rglob("*.py")):
+            digest.update(path.relative_to(root.parent).as_posix().encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
 
@@ -37,7 +40,7 @@ def drop_stale_cache() -> None:
             return
         for root in _roots():
             for pattern in ("*.nbi", "*.nbc"):
-                for path in (root / "__pycache__").glob(pattern):
+                for path in root.rglob(f"__pycache__/{pattern}"):
                     path.unlink(missing_ok=True)
         stamp.parent.mkdir(exist_ok=True)
         tmp = stamp.with_suffix(".tmp")

@@ -27,25 +27,46 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+FLAGS = {"n": "-n", "workers": "--workers", "chunk_size": "--chunk-size", "node_limit": "--node-limit",
+         "time_limit": "--time-limit", "out": "--out"}
+"""The option that sets each library setting a UsageError may name."""
+
+
+def _usage_message(e) -> str:
+    """A library UsageError in the command line's terms (its setting as the option that sets it)."""
+    message, option = str(e), getattr(e, "option", None)
+    if option in FLAGS and message.startswith(option):
+        message = FLAGS[option] + message[len(option):]
+    return message
+
+
 @contextlib.contextmanager
 def library_errors(verbose: int = 0):
-    """Map the library's errors to the CLI's exit codes: bad input 2, failure 1, interrupted 130."""
-    from sim import runner
+    """Map the library's errors to messages and exit codes: bad input 2, failure 1, interrupted 130.
+
+    The library raises UsageError/ValueError for bad input, RunError or
+    PolicyError when work cannot finish, Interrupted on Ctrl-C/SIGTERM; this
+    is the only place that turns them into exits.
+    """
+    from sim.engine.results import PolicyError
+    from sim.jobs.runner import Interrupted, RunError, UsageError
 
     try:
         yield
-    except runner.UsageError as e:
+    except UsageError as e:
+        fail(_usage_message(e), 2)
+    except ValueError as e:
         fail(str(e), 2)
-    except runner.Interrupted as e:
+    except Interrupted as e:
         fail(str(e), 130)
-    except runner.RunError as e:
+    except (RunError, PolicyError) as e:
         if verbose:
             log.exception("failed")
         fail(str(e), 1)
 
 
 def parse_rules(items: list[str] | None):
-    from sim.rules import Rules
+    from sim.engine.rules import Rules
 
     values = {}
     for item in items or []:
@@ -70,7 +91,7 @@ def parse_policy_args(items: list[str] | None) -> dict[str, str]:
 
 
 def parse_deck(text: str) -> list[int]:
-    from sim.game import validate_deck
+    from sim.engine.cards import validate_deck
 
     try:
         ranks = [int(t) for t in text.replace(",", " ").split()]
@@ -79,6 +100,15 @@ def parse_deck(text: str) -> list[int]:
         fail(f"--deck: {e}")
 
 
+PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help="Policy name (see `sim policies`).")]
+WorkersOpt = Annotated[Optional[int], typer.Option("--workers", "-w", help="Worker processes (default: CPUs).")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing run directory (compare, sweep: instead of reusing it).")]
+RecordDealsOpt = Annotated[bool, typer.Option("--record-deals", help="Add each game's deck to the output.")]
+OutOpt = Annotated[Optional[Path], typer.Option("--out", "-o", help="Run directory (default results/<run>).")]
+ChunkSizeOpt = Annotated[Optional[int], typer.Option("--chunk-size", help="Games (or deals) per part file.")]
+DealsOpt = Annotated[Optional[Path], typer.Option("--deals", help="Use the decks of a Parquet/JSON-lines file (column `deck`).")]
+ResumeOpt = Annotated[Optional[Path], typer.Option("--resume", help="Finish an interrupted run in this directory.")]
+GameOpt = Annotated[int, typer.Option("--game", min=0, help="Game index within the seed.")]
 PolicyArgOpt = Annotated[Optional[list[str]], typer.Option(
     "--policy-arg", help="Policy parameter KEY=VALUE, repeatable (see `sim policies`).")]
 ExecutorOpt = Annotated[str, typer.Option(
@@ -92,27 +122,54 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar o
 VerboseOpt = Annotated[int, typer.Option("--verbose", "-v", count=True, help="More log lines (-v: per chunk).")]
 
 
+def _count(n: str | None) -> int | None:
+    """-n as a whole number (1e6, 1_000_000), or None when not given."""
+    from sim.jobs.runner import parse_count
+
+    with library_errors():
+        return None if n is None else parse_count(n, "-n")
+
+
+def run_config(policy: str, n: str | None, seed: int, rule, deals: Path | None, record_deals: bool, policy_arg):
+    """The RunConfig the shared options of `run` describe."""
+    from sim.jobs.play import RunConfig
+
+    return RunConfig(policy=policy, n=_count(n), seed=seed, rules=parse_rules(rule),
+                     policy_args=tuple(parse_policy_args(policy_arg).items()),
+                     deals=None if deals is None else str(deals), record_deals=record_deals)
+
+
+def execution(workers: int | None, quiet: bool, **options) -> dict:
+    """The keyword arguments of how a job runs, shared by run, solve, compare and sweep."""
+    from sim.jobs.runner import command_line
+
+    if workers is not None and workers < 1:
+        fail(f"--workers must be at least 1, not {workers}")
+    return dict(workers=workers, progress=not quiet, command=command_line(), **options)
+
+
 @app.command()
 def deal(
     seed: SeedOpt = 0,
-    game: Annotated[int, typer.Option("--game", min=0, help="Game index within the seed.")] = 0,
+    game: GameOpt = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
 ):
     """Print the deck of one game (ranks in draw order).
 
     Example: sim deal --seed 0 --game 3
     """
-    import sim
+    from sim.engine.cards import deal as deal_cards
 
-    deck = sim.deal(seed, game)
+    with library_errors():
+        deck = deal_cards(seed, game)
     typer.echo(json.dumps(list(deck)) if as_json else " ".join(map(str, deck)))
 
 
 @app.command()
 def replay(
     seed: SeedOpt = 0,
-    game: Annotated[int, typer.Option("--game", min=0, help="Game index within the seed.")] = 0,
-    policy: Annotated[str, typer.Option("--policy", "-p", help="Policy name (see `sim policies`).")] = "greedy",
+    game: GameOpt = 0,
+    policy: PolicyOpt = "greedy",
     deck: Annotated[Optional[str], typer.Option("--deck", help="Play this deck instead: 40 ranks, e.g. \"5 10 5 4 ...\".")] = None,
     rule: RuleOpt = None,
     policy_arg: PolicyArgOpt = None,
@@ -121,15 +178,13 @@ def replay(
 
     Example: sim replay --seed 0 --game 3 --policy greedy
     """
-    import sim
-    from sim.replay import format_replay, replay as replay_game
+    from sim.analysis.replay import format_replay, replay as replay_game
+    from sim.engine.cards import deal as deal_cards
 
     rules = parse_rules(rule)
-    cards = parse_deck(deck) if deck is not None else sim.deal(seed, game)
-    try:
+    with library_errors():
+        cards = parse_deck(deck) if deck is not None else deal_cards(seed, game)
         r = replay_game(cards, policy, rules, seed=seed, game=game, policy_args=parse_policy_args(policy_arg))
-    except ValueError as e:
-        fail(str(e))
     typer.echo(format_replay(r))
 
 
@@ -141,7 +196,7 @@ def policies():
 
     Example: sim policies
     """
-    from sim.plugins import describe
+    from sim.players.api import describe
 
     for name, description, params in describe():
         typer.echo(f"{name:10s} {description}  [{params}]")
@@ -149,17 +204,17 @@ def policies():
 
 @app.command()
 def run(
-    policy: Annotated[str, typer.Option("--policy", "-p", help="Policy name (see `sim policies`).")] = "greedy",
+    policy: PolicyOpt = "greedy",
     n: Annotated[Optional[str], typer.Option("-n", help="Number of games: 1000000, 1_000_000, 1e6, 2.5e5.")] = None,
     seed: SeedOpt = 0,
-    workers: Annotated[Optional[int], typer.Option("--workers", "-w", help="Worker processes (default: CPUs).")] = None,
-    chunk_size: Annotated[Optional[int], typer.Option("--chunk-size", help="Games per part file.")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Run directory (default results/<run>).")] = None,
+    workers: WorkersOpt = None,
+    chunk_size: ChunkSizeOpt = None,
+    out: OutOpt = None,
     rule: RuleOpt = None,
-    deals: Annotated[Optional[Path], typer.Option("--deals", help="Play the decks of a Parquet/JSON-lines file (column `deck`).")] = None,
-    record_deals: Annotated[bool, typer.Option("--record-deals", help="Add each game's deck to the output.")] = False,
-    resume: Annotated[Optional[Path], typer.Option("--resume", help="Finish an interrupted run in this directory.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing run directory.")] = False,
+    deals: DealsOpt = None,
+    record_deals: RecordDealsOpt = False,
+    resume: ResumeOpt = None,
+    force: ForceOpt = False,
     policy_arg: PolicyArgOpt = None,
     executor: ExecutorOpt = "local",
     scheduler: SchedulerOpt = None,
@@ -173,37 +228,33 @@ def run(
 
     Example: sim run --policy greedy -n 1e6
     """
-    from sim import runner
-    from sim.logs import setup_logging
+    from sim.jobs.logs import setup_logging
 
     setup_logging(verbose, quiet)
-    if workers is not None and workers < 1:
-        fail(f"--workers must be at least 1, not {workers}")
+    how = execution(workers, quiet)
     with library_errors(verbose):
         if resume is not None:
-            summary = runner.resume(resume, workers=workers, progress=not quiet,
-                                    executor=executor if executor != "local" or scheduler else None,
-                                    scheduler=scheduler)
+            from sim.jobs.resume import resume as resume_run
+
+            summary = resume_run(resume, workers=workers, progress=not quiet,
+                                 executor=executor if executor != "local" or scheduler else None,
+                                 scheduler=scheduler)
         else:
+            from sim.jobs.play import run as run_games
+
             if n is None and deals is None:
                 fail("-n is required (e.g. -n 1e6), unless --deals gives the decks")
-            count = runner.parse_count(n) if n is not None else None
-            summary = runner.run(policy, count, seed=seed, rules=parse_rules(rule), workers=workers,
-                                 chunk_size=chunk_size, out=out, deals=deals, record_deals=record_deals,
-                                 force=force, progress=not quiet, command=runner.command_line(),
-                                 policy_args=parse_policy_args(policy_arg), executor=executor,
-                                 scheduler=scheduler)
+            config = run_config(policy, n, seed, rule, deals, record_deals, policy_arg)
+            summary = run_games(config, out=out, force=force, chunk_size=chunk_size, executor=executor,
+                                scheduler=scheduler, **how)
     typer.echo(summary.text())
 
 
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="Output: text (aligned tables), markdown or json.")]
-WorkersOpt = Annotated[Optional[int], typer.Option("--workers", "-w", help="Worker processes (default: CPUs).")]
-ForceOpt = Annotated[bool, typer.Option("--force", help="Replace existing run directories instead of reusing them.")]
-RecordDealsOpt = Annotated[bool, typer.Option("--record-deals", help="Add each game's deck to the runs' output.")]
 
 
 def _write_png(figure, png: Path) -> None:
-    from sim.plots import save_png
+    from sim.analysis.plots import save_png
 
     try:
         typer.echo(f"wrote {save_png(figure, png)}", err=True)
@@ -239,10 +290,9 @@ def report(
 
     Example: sim report results/greedy-seed0-n1000000 --png figures/
     """
-    from sim.report import load_reports, render
+    from sim.analysis.report import is_solve_run, load_reports, render, render_solve_reports
 
     _check_format(fmt)
-    from sim.solve_run import is_solve_run, render_solve_reports  # `sim solve` runs have their own report
 
     if any(is_solve_run(r) for r in runs):
         if not all(is_solve_run(r) for r in runs) or png is not None or html is not None:
@@ -254,15 +304,15 @@ def report(
         reports = load_reports(runs)
         text = render(reports, fmt, width=_terminal_width())
     if png is not None or html is not None:
-        from sim import plots
+        from sim.analysis import plots
 
         try:
             if png is not None:
                 for path in plots.write_report_pngs(reports, png):
                     typer.echo(f"wrote {path}", err=True)
             if html is not None:
-                from sim.files import write_atomic
-                from sim.html import render_html
+                from sim.jobs.files import write_atomic
+                from sim.analysis.html import render_html
 
                 figures = {name: plots.png_bytes(fig) for name, fig in plots.report_figures(reports).items()}
                 page = render_html(reports, figures)
@@ -300,9 +350,8 @@ def compare(
 
     Example: sim compare --policy greedy --policy random -n 1e6
     """
-    from sim import compare as cmp
-    from sim import runner
-    from sim.logs import setup_logging
+    from sim.analysis import compare as cmp
+    from sim.jobs.logs import setup_logging
 
     _check_format(fmt)
     setup_logging(verbose, quiet)
@@ -310,22 +359,19 @@ def compare(
         fail("give either run directories or --policy, not both")
     if not runs and not policy:
         fail("give two or more run directories, or two or more --policy with -n")
-    if workers is not None and workers < 1:
-        fail(f"--workers must be at least 1, not {workers}")
+    how = execution(workers, quiet, force=force, record_deals=record_deals, notify=_notifier(quiet))
     with library_errors(verbose):
         if policy:
             if n is None:
                 fail("-n is required with --policy (e.g. -n 1e6)")
-            result = cmp.compare_policies(
-                policy, runner.parse_count(n), seed=seed, rules=parse_rules(rule), workers=workers, force=force,
-                record_deals=record_deals, progress=not quiet, command=runner.command_line(),
-                notify=_notifier(quiet), policy_args=parse_policy_args(policy_arg))
+            result = cmp.compare_policies(policy, _count(n), seed=seed, rules=parse_rules(rule),
+                                          policy_args=parse_policy_args(policy_arg), **how)
         else:
             if n is not None or rule or record_deals or force or workers is not None:
                 fail("-n, --rule, --workers, --force and --record-deals go with --policy, not with run directories")
             result = cmp.compare_runs(runs)
     if png is not None:
-        from sim.plots import win_rate_figure
+        from sim.analysis.plots import win_rate_figure
 
         arms = result.arms
         _write_png(win_rate_figure([a.label for a in arms], [a.win_rate for a in arms],
@@ -337,7 +383,7 @@ def compare(
 @app.command()
 def sweep(
     rule: Annotated[list[str], typer.Option("--rule", help="Option and the values to try, repeatable: max_face_down=3,4,5.", show_default=False)],
-    policy: Annotated[str, typer.Option("--policy", "-p", help="Policy name (see `sim policies`).")] = "greedy",
+    policy: PolicyOpt = "greedy",
     n: Annotated[Optional[str], typer.Option("-n", help="Games per combination: 1e6, 2.5e5, 1_000_000.")] = None,
     seed: SeedOpt = 0,
     workers: WorkersOpt = None,
@@ -356,21 +402,17 @@ def sweep(
 
     Example: sim sweep -n 1e5 --rule max_face_down=3,4,5 --rule max_pile=3,4
     """
-    from sim import compare as cmp
-    from sim import runner
-    from sim.logs import setup_logging
+    from sim.analysis import sweep as sw
+    from sim.jobs.logs import setup_logging
 
     _check_format(fmt)
     setup_logging(verbose, quiet)
-    if workers is not None and workers < 1:
-        fail(f"--workers must be at least 1, not {workers}")
+    how = execution(workers, quiet, force=force, record_deals=record_deals, notify=_notifier(quiet))
     if n is None:
         fail("-n is required (e.g. -n 1e5): the games each combination plays")
     with library_errors(verbose):
-        axes = cmp.parse_sweep_options(rule)
-        result = cmp.sweep(policy, runner.parse_count(n), axes, seed=seed, workers=workers, force=force,
-                           record_deals=record_deals, progress=not quiet, command=runner.command_line(),
-                           notify=_notifier(quiet), policy_args=parse_policy_args(policy_arg))
+        axes = sw.parse_sweep_options(rule)
+        result = sw.sweep(policy, _count(n), axes, seed=seed, policy_args=parse_policy_args(policy_arg), **how)
     if png is not None:
         _write_png(result.figure(), png)
     typer.echo(result.render(fmt), nl=False)
@@ -400,21 +442,19 @@ def tune(
     """
     import os
 
-    from sim import runner
-    from sim.files import write_json_atomic
-    from sim.logs import setup_logging
-    from sim.tune import tune as run_tune
+    from sim.analysis.tune import tune as run_tune
+    from sim.jobs.files import write_json_atomic
+    from sim.jobs.logs import setup_logging
 
     setup_logging(verbose, quiet)
-    count = runner.parse_count(n) if n else 0
+    count = _count(n) if n else 0
     report = None if quiet else (lambda r, best, mean: typer.echo(
         f"round {r}/{rounds}: best {best:.4f}, population mean {mean:.4f}", err=True))
     try:
-        result = run_tune(policy, count, seed=seed, rounds=rounds, population=population, elite=elite,
-                          validation_seed=validation_seed, rules=parse_rules(rule),
-                          workers=workers or os.cpu_count() or 1, on_round=report)
-    except (ValueError, runner.UsageError) as e:
-        fail(str(e))
+        with library_errors(verbose):
+            result = run_tune(policy, count, seed=seed, rounds=rounds, population=population, elite=elite,
+                              validation_seed=validation_seed, rules=parse_rules(rule),
+                              workers=workers or os.cpu_count() or 1, on_round=report)
     except KeyboardInterrupt:
         fail("interrupted; nothing written", 130)
     data = result.as_json()
@@ -434,24 +474,24 @@ def tune(
         typer.echo(f"wrote {out}")
 
 
-# --- sim solve (sim/solve_run.py) ---------------------------------------------
+# --- sim solve (sim/jobs/solve.py) ---------------------------------------------
 
 
 @app.command()
 def solve(
     n: Annotated[Optional[str], typer.Option("-n", help="Number of deals: 2000, 2e3.")] = None,
     seed: SeedOpt = 0,
-    deals: Annotated[Optional[Path], typer.Option("--deals", help="Solve the decks of a Parquet/JSON-lines file (column `deck`).")] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", "-w", help="Worker processes (default: CPUs).")] = None,
+    deals: DealsOpt = None,
+    workers: WorkersOpt = None,
     first_win: Annotated[bool, typer.Option("--first-win", help="Stop at the first win (winnability only); otherwise search for the best score.")] = False,
     time_limit: Annotated[Optional[float], typer.Option("--time-limit", help="Seconds per deal (makes outcomes depend on the machine).")] = None,
     node_limit: Annotated[Optional[str], typer.Option("--node-limit", help="Search nodes (placements tried) per deal: reproducible.")] = None,
     rule: RuleOpt = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Run directory (default results/solve-...).")] = None,
-    resume: Annotated[Optional[Path], typer.Option("--resume", help="Finish an interrupted solve run in this directory.")] = None,
-    chunk_size: Annotated[Optional[int], typer.Option("--chunk-size", help="Deals per part file.")] = None,
-    record_deals: Annotated[bool, typer.Option("--record-deals", help="Add each deal's deck to the output.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing run directory.")] = False,
+    out: OutOpt = None,
+    resume: ResumeOpt = None,
+    chunk_size: ChunkSizeOpt = None,
+    record_deals: RecordDealsOpt = False,
+    force: ForceOpt = False,
     executor: ExecutorOpt = "local",
     scheduler: SchedulerOpt = None,
     quiet: QuietOpt = False,
@@ -465,43 +505,44 @@ def solve(
 
     Example: sim solve -n 2000 --time-limit 10
     """
-    from sim import runner
-    from sim.logs import setup_logging
-    from sim.solve_run import solve_run
+    from sim.jobs.logs import setup_logging
+    from sim.jobs.runner import UsageError, parse_count
 
     setup_logging(verbose, quiet)
-    if workers is not None and workers < 1:
-        fail(f"--workers must be at least 1, not {workers}")
+    how = execution(workers, quiet)
     nodes = None
     if node_limit is not None:
         try:
-            nodes = runner.parse_count(node_limit)
-        except runner.UsageError:
+            nodes = parse_count(node_limit)
+        except UsageError:
             fail(f"--node-limit {node_limit!r} is not a positive whole number")
     if time_limit is not None and not time_limit > 0:
         fail(f"--time-limit must be a positive number of seconds, not {time_limit}")
     with library_errors(verbose):
         if resume is not None:
-            if not is_solve_dir(resume):
+            from sim.analysis.report import is_solve_run
+            from sim.jobs.resume import resume as resume_run
+
+            if not is_solve_run(resume) and (resume / "manifest.json").exists():
                 fail(f"{resume} is not a solve run; finish a game run with: sim run --resume {resume}")
-            summary = runner.resume(resume, workers=workers, progress=not quiet,
-                                    executor=executor if executor != "local" or scheduler else None,
-                                    scheduler=scheduler)
+            summary = resume_run(resume, workers=workers, progress=not quiet,
+                                 executor=executor if executor != "local" or scheduler else None,
+                                 scheduler=scheduler)
         else:
-            summary = solve_run(n, seed=seed, rules=parse_rules(rule), first_win=first_win, node_limit=nodes,
-                                time_limit=time_limit, workers=workers, chunk_size=chunk_size, out=out, deals=deals,
-                                record_deals=record_deals, force=force, progress=not quiet,
-                                command=runner.command_line(), executor=executor, scheduler=scheduler)
+            from sim.jobs.solve import SolveConfig, solve_run
+
+            if n is None and deals is None:
+                fail("-n is required (e.g. -n 2000), unless --deals gives the decks")
+            config = SolveConfig(n=_count(n), seed=seed, rules=parse_rules(rule), first_win=first_win,
+                                 node_limit=nodes, time_limit=time_limit,
+                                 deals=None if deals is None else str(deals), record_deals=record_deals)
+            summary = solve_run(config, out=out, force=force, chunk_size=chunk_size, executor=executor,
+                                scheduler=scheduler, **how)
     typer.echo(summary.text())
 
 
-def is_solve_dir(path: Path) -> bool:
-    from sim.solve_run import is_solve_run
-
-    return is_solve_run(path) or not (path / "manifest.json").exists()
-
-
 def main() -> None:
+    """The `sim` console script."""
     app()
 
 

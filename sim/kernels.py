@@ -1,8 +1,9 @@
 """Compiled core of the engine: the board as an int64 array, bit masks of cells.
 
 Everything here is a numba kernel or a module constant that kernels read.
-The Python API (`sim.engine`, `sim.game`) wraps these; nothing else should
-need to know the layout below.
+The Python API (`sim.engine`) wraps these; nothing else should need to know
+the layout below. `play_turns` is the one compiled turn loop: the game loop,
+compiled plugins, rollout's playouts and the solver's replays all run it.
 
 Cells are RULES.md's canonical index, ``cell = row * 7 + col`` on a 7x7
 board, and a set of cells is an int64 bit mask with bit ``cell`` set.
@@ -45,12 +46,16 @@ arithmetic it saves; see `opaque`), reference counting of arrays (see
 `borrowed`) and allocating arrays.
 """
 
-import numpy as np
-from numba import njit
-from numba.core import types
-from numba.core.extending import intrinsic
-from numba.cpython.unsafe.numbers import trailing_zeros
-from llvmlite import ir
+from sim._cache import drop_stale_cache
+
+drop_stale_cache()  # before the first cached kernel is compiled or loaded
+
+import numpy as np  # noqa: E402
+from numba import njit  # noqa: E402
+from numba.core import types  # noqa: E402
+from numba.core.extending import intrinsic  # noqa: E402
+from numba.cpython.unsafe.numbers import trailing_zeros  # noqa: E402
+from llvmlite import ir  # noqa: E402
 
 # --- Board geometry -------------------------------------------------------
 SIDE = 7
@@ -139,8 +144,6 @@ def _neighbour_masks():
 ROW_MASK, COL_MASK, BAND_ROWS, BAND_COLS = _masks()
 ORTHOGONAL_OF, DIAGONAL_OF = _neighbour_masks()
 BOARD = (np.int64(1) << CELLS) - 1
-NOT_FIRST_COL = BOARD & ~COL_MASK[0]
-NOT_LAST_COL = BOARD & ~COL_MASK[SIDE - 1]
 
 # Packed rank counts (ROW_UPS/COL_UPS): rank r counts in bits 4r..4r+3. A line
 # holds at most 4 piles, so a count never overflows its 4 bits.
@@ -365,15 +368,6 @@ def legal_cells(state, rules):
 
 
 @njit(cache=True, inline="always")
-def line_fires(ups, rank):
-    """Does a check fire, given the packed face-up ranks of the other cards?
-
-    It fires when there are none, or `rank` is above or below all of them.
-    """
-    return (ups & RANKS_AT_LEAST[rank]) == 0 or (ups & RANKS_AT_MOST[rank]) == 0
-
-
-@njit(cache=True, inline="always")
 def placement_flips(state, cell, rank):
     """(fired flags, mask of cells turned over) if `rank` went on `cell`.
 
@@ -553,3 +547,36 @@ def end_of_turn(state, rules):
     if state[STOCK_LEFT] == 0:
         return END_STOCK_EMPTY
     return GOES_ON
+
+
+@njit(cache=True, inline="always")
+def play_turns(choose, cards, state, rules, params, rng, moves, fired):
+    """The turn loop: play `cards` in order from `state`, each where `choose` says.
+
+    Every compiled game runs through here (the game loop, compiled plugins,
+    rollout's playouts, the solver's replays), so a rule is applied the same
+    way everywhere. Each turn draws the next card, asks `choose` (the policy
+    contract of `policies`) for a cell among the legal ones, places it with
+    its checks and looks for the end of the game. Turn t's cell goes in
+    moves[t] and its fired checks in fired[t] (t counts the cards of
+    `cards`).
+
+    Returns (end code, cards played): END_ILLEGAL_MOVE when `choose` returns
+    a cell that is not legal (moves[t] holds it), END_NO_MOVE when no cell is
+    legal, GOES_ON when `cards` run out before the game ends (a partial line).
+    """
+    for t in range(cards.shape[0]):
+        card = cards[t]
+        draw(state, card)
+        legal = legal_cells(state, rules)
+        if legal == 0:
+            return END_NO_MOVE, t
+        cell = choose(state, rules, card, legal, rng, params)
+        moves[t] = cell
+        if cell < 0 or cell >= CELLS or not (legal >> cell) & 1:
+            return END_ILLEGAL_MOVE, t
+        fired[t] = place(state, rules, cell, card)
+        end = end_of_turn(state, rules)
+        if end != GOES_ON:
+            return end, t + 1
+    return GOES_ON, cards.shape[0]

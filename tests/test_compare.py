@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import sim
 from sim.cli import app
 from sim.compare import combinations, compare_runs, parse_sweep_options
-from sim.runner import UsageError
+from sim.jobs.runner import UsageError
 
 cli = CliRunner()
 N = 2000

@@ -10,8 +10,8 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 import sim  # noqa: E402
-from sim import runner  # noqa: E402
-from sim.executors import ExecutorError, make_executor  # noqa: E402
+from sim.jobs import runner  # noqa: E402
+from sim.jobs.executors import ExecutorError, make_executor  # noqa: E402
 
 
 def games(run_dir) -> pl.DataFrame:

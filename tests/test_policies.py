@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 import policies
 import sim
 from sim.cli import app
-from sim.engine import Board
+from sim.engine.board import Board
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -195,7 +195,7 @@ def test_entry_point_plugins_are_found(tmp_path, monkeypatch):
 # --- tuning ---------------------------------------------------------------------------------------
 
 def test_tune_is_reproducible_and_validates_on_another_seed(tmp_path):
-    from sim.tune import tune
+    from sim.analysis.tune import tune
 
     a = tune(n=300, seed=3, rounds=2, population=5, elite=2, workers=2)
     b = tune(n=300, seed=3, rounds=2, population=5, elite=2, workers=1)

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from sim.logs import setup_logging
-from sim.pool import TaskFailed, WorkerDied, run_tasks
+from sim.jobs.logs import setup_logging
+from sim.jobs.pool import TaskFailed, WorkerDied, run_tasks
 
 
 def square(x):

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import sim
 from sim.cli import app
-from sim.report import load_report, render_markdown, render_text
+from sim.analysis.report import load_report, render_markdown, render_text
 from sim.stats import wilson
 
 cli = CliRunner()

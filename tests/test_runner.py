@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 import sim
-from sim import runner
+from sim.jobs import runner
 
 COLUMNS = ["game", "won", "score", "cards_played", "face_down", "piles", "end"]
 
@@ -238,7 +238,7 @@ def test_unwritable_out_is_a_one_line_error(tmp_path):
 def test_full_disk_stops_with_a_resumable_run(tmp_path, monkeypatch):
     import errno
 
-    from sim import files
+    from sim.jobs import files
 
     calls = {"n": 0}
     real = files.write_atomic

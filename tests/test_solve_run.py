@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 import sim
-from sim import runner
+from sim.jobs import runner
 from sim.cli import app
 from sim.solve_run import solve_run
 

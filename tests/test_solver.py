@@ -17,7 +17,7 @@ from numba import njit
 
 import sim
 from sim import kernels as K
-from sim.engine import Board
+from sim.engine.board import Board
 from sim.solver import play_line, solve
 
 # --- the brute-force reference: no pruning of any kind -------------------------

@@ -1,4 +1,4 @@
-"""Paired comparison of runs on the same deals (`sim compare`) and rule-variant sweeps (`sim sweep`).
+"""Paired comparison of runs on the same deals (`sim compare`).
 
 Runs with the same seed, n and deal source play game i on the same deck
 (common random numbers), so two policies or two rule settings can be
@@ -15,7 +15,7 @@ Statistics per pair (A, B), all on the joined games:
 - mean paired score difference over the games **both** runs won (a lost
   game has no score), with a normal 95% interval.
 
-Runs for `compare --policy` and `sweep` are made with `sim.run`; an
+Runs for `compare --policy` and `sweep` are made with `make_runs`; an
 existing complete run directory whose settings match is reused instead of
 played again (with `force` it is replaced).
 """
@@ -29,10 +29,16 @@ from typing import Callable
 
 import polars as pl
 
-from sim import runner
-from sim.report import (Table, fmt_ci, fmt_int, fmt_num, fmt_pct, load_report, pct_digits, rules_text)
-from sim.rules import Rules
-from sim.runner import GAMES, RunError, UsageError
+import policies
+from sim import kernels as K
+from sim.analysis.report import load_report
+from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, rules_text
+from sim.engine.cards import check_seed
+from sim.engine.rules import Rules
+from sim.jobs import runner
+from sim.jobs.play import RunConfig, default_out, run
+from sim.jobs.runner import GAMES, RunError, UsageError
+from sim.players.api import resolve
 from sim.stats import Z95, mcnemar_exact, paired_difference_interval, wilson
 
 BATCH = 500_000
@@ -213,23 +219,25 @@ class Comparison:
         return "\n".join(out) + "\n\n" + "\n\n".join(t.markdown() for t in self.tables()) + "\n"
 
     def to_dict(self) -> dict:
-        return _clean(asdict(self))
+        return json_ready(asdict(self))
 
     def render(self, fmt: str) -> str:
-        return _render(self, fmt)
+        return render_as(self, fmt)
 
 
-def _clean(x):
+def json_ready(x):
+    """`x` with NaN as None, so json.dumps writes valid JSON."""
     if isinstance(x, float) and math.isnan(x):
         return None
     if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
+        return {k: json_ready(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
+        return [json_ready(v) for v in x]
     return x
 
 
-def _render(obj, fmt: str) -> str:
+def render_as(obj, fmt: str) -> str:
+    """A Comparison or Sweep as text, markdown or json."""
     if fmt == "text":
         return obj.text()
     if fmt == "markdown":
@@ -347,10 +355,8 @@ def compare_runs(run_dirs, batch: int = BATCH, notes=()) -> Comparison:
 # --- making the runs -----------------------------------------------------------------------------------
 
 
-def _reuse_problem(run_dir: Path, config: runner.RunConfig) -> str | None:
+def _reuse_problem(run_dir: Path, config: RunConfig) -> str | None:
     """None if run_dir holds a complete run with exactly these settings, else what is wrong with it."""
-    from sim import kernels as K
-
     try:
         m = runner.read_manifest(run_dir)
     except (UsageError, RunError):
@@ -374,13 +380,11 @@ def policy_args_for(policy_names: list[str], policy_args: dict[str, str] | None)
 
     An argument no policy takes is a usage error.
     """
-    import policies
-
     args = dict(policy_args or {})
     out, used = {}, set()
     for name in policy_names:
         if name in policies.BUILTIN:
-            takes = {p.name for p in policies.BUILTIN[name].params}
+            takes = {p.name for p in policies.get(name).params}
             out[name] = {k: v for k, v in args.items() if k in takes}
         else:
             out[name] = dict(args)
@@ -401,9 +405,6 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
     reused (not played again) unless `force`; one that holds anything else
     is refused unless `force`. Returns each run directory and whether it was reused.
     """
-    from sim.game import check_seed
-    from sim.plugins import resolve
-
     args_of = policy_args_for([p for p, _ in specs], policy_args)
     for policy, _ in specs:
         try:
@@ -414,9 +415,9 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
         seed = check_seed(seed)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    configs = [runner.RunConfig(policy=p, n=n, seed=seed, rules=r, record_deals=record_deals,
-                                policy_args=tuple(args_of[p].items())) for p, r in specs]
-    dirs = [runner.default_out(c) for c in configs]
+    configs = [RunConfig(policy=p, n=n, seed=seed, rules=r, record_deals=record_deals,
+                         policy_args=tuple(args_of[p].items())) for p, r in specs]
+    dirs = [default_out(c) for c in configs]
     if len(set(dirs)) < len(dirs):
         raise UsageError("the same run is asked for twice: " + ", ".join(sorted({str(d) for d in dirs if dirs.count(d) > 1})))
     plan = []
@@ -436,9 +437,7 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
         else:
             if notify:
                 notify(f"[{k}/{len(plan)}] {what}: playing {n:,} games into {out}")
-            runner.run(config.policy, n, seed=seed, rules=config.rules, workers=workers, out=out,
-                       record_deals=record_deals, force=force, progress=progress, command=command,
-                       policy_args=dict(config.policy_args))
+            run(config, out=out, force=force, workers=workers, progress=progress, command=command)
         made.append((out, reuse))
     return made
 
@@ -456,120 +455,3 @@ def compare_policies(policies: list[str], n: int, seed: int = 0, rules: Rules | 
     rules = rules or Rules()
     made = make_runs([(p, rules) for p in policies], n, seed, **run_options)
     return compare_runs([path for path, _ in made], notes=reuse_notes(made))
-
-
-# --- sweeps -----------------------------------------------------------------------------------------
-
-
-def parse_sweep_options(items: list[str]) -> list[tuple[str, list[str]]]:
-    """["max_face_down=3,4,5", "max_pile=3,4"] -> [("max_face_down", ["3", "4", "5"]), ("max_pile", ["3", "4"])].
-
-    Every value is checked against the rule's valid range.
-    """
-    axes: list[tuple[str, list[str]]] = []
-    for item in items or []:
-        key, sep, values = item.partition("=")
-        key = key.strip()
-        vals = [v.strip() for v in values.split(",") if v.strip()]
-        if not sep or not key or not vals:
-            raise UsageError(f"--rule {item!r} is not KEY=V1,V2,... (e.g. --rule max_face_down=3,4,5)")
-        if key in (k for k, _ in axes):
-            raise UsageError(f"--rule {key} is given twice; list its values once: {key}=V1,V2,...")
-        if len(set(vals)) < len(vals):
-            raise UsageError(f"--rule {item!r} lists a value twice")
-        for v in vals:
-            try:
-                Rules.from_strings({key: v})
-            except ValueError as e:
-                raise UsageError(str(e)) from None
-        axes.append((key, vals))
-    if not axes:
-        raise UsageError("give at least one --rule KEY=V1,V2,... to sweep")
-    return axes
-
-
-def combinations(axes: list[tuple[str, list[str]]]) -> list[dict[str, str]]:
-    """The cartesian product, the first option varying slowest, values in the order given."""
-    keys = [k for k, _ in axes]
-    return [dict(zip(keys, values)) for values in itertools.product(*(v for _, v in axes))]
-
-
-@dataclass(frozen=True)
-class SweepRow:
-    values: tuple[str, ...]
-    """The option values of this combination, in the order of `Sweep.options`."""
-    path: str
-    games: int
-    wins: int
-    win_rate: float
-    win_rate_low: float
-    win_rate_high: float
-    mean_score: float | None
-    reused: bool
-
-
-@dataclass(frozen=True)
-class Sweep:
-    policy: str
-    n: int
-    seed: int
-    options: tuple[str, ...]
-    rows: tuple[SweepRow, ...]
-    notes: tuple[str, ...] = field(default=())
-
-    def header(self) -> str:
-        return (f"Sweep of {', '.join(self.options)}: policy {self.policy}, the same {self.n:,} deals "
-                f"(seed {self.seed}) for every combination")
-
-    def table(self) -> Table:
-        d = pct_digits(self.n)
-        rows = tuple((*r.values, fmt_int(r.games), fmt_int(r.wins), fmt_pct(r.win_rate, d),
-                      fmt_ci(r.win_rate_low, r.win_rate_high, d), fmt_num(r.mean_score)) for r in self.rows)
-        return Table("", (*self.options, "games", "wins", "win rate", "95% CI (Wilson)", "mean score"), rows,
-                     align="r" * len(self.options) + "rrrrr",
-                     note="Mean score of the won games. Rows follow the order of the --rule options and values.")
-
-    def labels(self) -> list[str]:
-        return ["\n".join(f"{k}={v}" for k, v in zip(self.options, r.values)) for r in self.rows]
-
-    def text(self) -> str:
-        return "\n".join([self.header(), *[f"note: {n}" for n in self.notes], "", self.table().text()]) + "\n"
-
-    def markdown(self) -> str:
-        return "\n".join([self.header(), "", *[f"- {n}" for n in self.notes], "", self.table().markdown()]) + "\n"
-
-    def to_dict(self) -> dict:
-        d = _clean(asdict(self))
-        d["rows"] = [{**dict(zip(self.options, r["values"])), **{k: v for k, v in r.items() if k != "values"}}
-                     for r in d["rows"]]
-        return d
-
-    def render(self, fmt: str) -> str:
-        return _render(self, fmt)
-
-    def figure(self):
-        from sim.plots import win_rate_figure
-
-        return win_rate_figure(self.labels(), [r.win_rate for r in self.rows], [r.win_rate_low for r in self.rows],
-                               [r.win_rate_high for r in self.rows], [r.mean_score for r in self.rows],
-                               f"{self.policy}: win rate by rule options ({self.n:,} games each, same deals)")
-
-
-def sweep(policy: str, n: int, option_values: list[tuple[str, list[str]]], seed: int = 0,
-          base_rules: Rules | None = None, **run_options) -> Sweep:
-    """One run per combination of option values, all on the same deals; their win rates and mean scores."""
-    base = (base_rules or Rules()).as_dict()
-    combos = combinations(option_values)
-    try:
-        specs = [(policy, Rules.from_strings({**{k: str(v) for k, v in base.items()}, **c})) for c in combos]
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    made = make_runs(specs, n, seed, **run_options)
-    rows = []
-    for combo, (path, reused) in zip(combos, made):
-        r = load_report(path)
-        rows.append(SweepRow(values=tuple(combo.values()), path=str(path), games=r.games, wins=r.wins,
-                             win_rate=r.win_rate, win_rate_low=r.win_rate_low, win_rate_high=r.win_rate_high,
-                             mean_score=r.score_mean, reused=reused))
-    return Sweep(policy=policy, n=n, seed=seed, options=tuple(k for k, _ in option_values), rows=tuple(rows),
-                 notes=tuple(reuse_notes(made)))

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from sim.pool import run_tasks
+from sim.jobs.pool import run_tasks
 
 log = logging.getLogger("sim.executors")
 

@@ -3,9 +3,10 @@
 from dataclasses import dataclass
 
 from sim import kernels as K
-from sim.engine import Board
-from sim.game import END_NAMES, trace
-from sim.rules import Rules
+from sim.engine.board import Board
+from sim.engine.results import END_NAMES
+from sim.engine.rules import Rules
+from sim.players.api import trace
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,8 @@ def replay(deck, policy: str = "greedy", rules: Rules | None = None, seed: int =
            policy_args=None) -> Replay:
     """Play the game with the compiled loop, then step a Board through its moves."""
     rules = rules or Rules()
-    code, played, moves, _, _ = trace(deck, policy, rules, seed, game, policy_args)
+    g = trace(deck, policy, rules, seed, game, policy_args)
+    code, played, moves = g.end, g.cards_played, g.moves
     board = Board(rules)
     turns = []
     for t, cell in enumerate(moves):

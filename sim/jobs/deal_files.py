@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from sim import kernels as K
-from sim.game import validate_deck
+from sim.engine.cards import validate_deck
 
 
 def file_digest(path: Path) -> str:

@@ -12,93 +12,21 @@ Library code only returns values and strings; the CLI prints.
 
 import json
 import math
-import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import polars as pl
 
-from sim.runner import GAMES, END_ENUM, RunError, UsageError, read_manifest
+from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, rules_text
+from sim.jobs.play import END_ENUM
+from sim.jobs.runner import GAMES, RunError, UsageError, read_manifest
+from sim.jobs.solve import SolveSummary, summarize_solve
 from sim.stats import quantile_from_counts, wilson
 
 MAX_DEFAULT_SCORE = 24
 """Largest score under the default rules (40 cards - 16 piles); the histogram always covers 0..24."""
 
 KEYS = ("won", "score", "cards_played", "face_down", "end")
-
-
-# --- tables ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Table:
-    """A small table of already formatted cells, rendered as aligned text, Markdown or HTML."""
-
-    title: str
-    headers: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    align: str = ""
-    """One letter per column, "l" or "r"; default: first column left, the others right."""
-    note: str = ""
-    """A line printed under the table (definitions, caveats)."""
-
-    def _align(self, i: int) -> str:
-        if i < len(self.align):
-            return self.align[i]
-        return "l" if i == 0 else "r"
-
-    def text(self, indent: str = "", width: int = 0) -> str:
-        """Aligned columns; the note is wrapped at `width` when given."""
-        cols = len(self.headers)
-        widths = [max([len(self.headers[i])] + [len(r[i]) for r in self.rows]) for i in range(cols)]
-
-        def line(cells):
-            parts = [c.ljust(w) if self._align(i) == "l" else c.rjust(w)
-                     for i, (c, w) in enumerate(zip(cells, widths))]
-            return (indent + "  ".join(parts)).rstrip()
-
-        out = [self.title] if self.title else []
-        out.append(line(self.headers))
-        out.append(indent + "  ".join("-" * w for w in widths))
-        out.extend(line(r) for r in self.rows)
-        if self.note:
-            out += textwrap.wrap(self.note, width) if width > 0 else [self.note]
-        return "\n".join(out)
-
-    def markdown(self) -> str:
-        def esc(s):
-            return s.replace("|", "\\|")
-
-        out = [f"**{self.title}**", ""] if self.title else []
-        out.append("| " + " | ".join(esc(h) for h in self.headers) + " |")
-        out.append("|" + "|".join(" --- " if self._align(i) == "l" else " ---: " for i in range(len(self.headers))) + "|")
-        out.extend("| " + " | ".join(esc(c) for c in r) + " |" for r in self.rows)
-        if self.note:
-            out += ["", self.note]
-        return "\n".join(out)
-
-
-def fmt_int(k: int | None) -> str:
-    return "-" if k is None else f"{k:,}"
-
-
-def fmt_pct(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}%"
-
-
-def fmt_num(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
-
-
-def fmt_ci(low: float, high: float, digits: int = 2) -> str:
-    if math.isnan(low):
-        return "-"
-    return f"{100 * low:.{digits}f}% .. {100 * high:.{digits}f}%"
-
-
-def pct_digits(games: int) -> int:
-    """Decimals of a percentage worth showing for this many games (more games, narrower intervals)."""
-    return 2 if games < 1_000_000 else 3 if games < 100_000_000 else 4
 
 
 # --- the figures of one run -----------------------------------------------------------------------
@@ -246,14 +174,6 @@ def load_reports(run_dirs) -> list[RunReport]:
 # --- tables of a report ------------------------------------------------------------------------
 
 
-def rules_text(rules: dict) -> str:
-    from sim.rules import Rules
-
-    default = Rules().as_dict()
-    changed = [f"{k}={v}" for k, v in rules.items() if default.get(k) != v]
-    return ", ".join(changed) if changed else "default"
-
-
 def header_lines(r: RunReport) -> list[str]:
     return [
         f"run     {r.path}",
@@ -374,3 +294,46 @@ def render(reports: list[RunReport], fmt: str = "text", width: int = 80) -> str:
     if fmt == "json":
         return render_json(reports)
     raise UsageError(f"--format {fmt!r} is not one of text, markdown, json")
+
+
+# --- solve runs -----------------------------------------------------------------------------
+
+
+def solve_report_text(r: SolveSummary) -> str:
+    """The text `sim report` prints for a solve run."""
+    m = read_manifest(r.path)
+    head = [f"run     {r.path}   (sim solve)",
+            f"deals   {m.get('deal_algorithm')} seed {m.get('seed')}   n {m.get('n', 0):,}   "
+            f"rules {rules_text(m.get('rules', {}))}   status {r.status}"]
+    if r.status != "complete":
+        head.append(f"WARNING: the run is {r.status}; finish it with: sim solve --resume {r.path}")
+    return "\n".join(head + [""] + r.lines()) + "\n"
+
+
+
+def is_solve_run(run_dir) -> bool:
+    """Does `run_dir` hold a solve run (manifest kind "solve")?"""
+    try:
+        return json.loads((Path(run_dir) / "manifest.json").read_text()).get("kind") == "solve"
+    except (OSError, ValueError):
+        return False
+
+
+def load_solve_report(run_dir) -> SolveSummary:
+    """The summary of a solve run directory, as its manifest and parts give it."""
+    m = read_manifest(Path(run_dir))
+    return summarize_solve(Path(run_dir), float(m.get("seconds") or 0.0),
+                           sum((m.get("parts") or {}).values()), m.get("status", "unknown"))
+
+
+def render_solve_reports(run_dirs, fmt: str = "text") -> str:
+    """`sim report` on solve runs: winnability with unresolved deals bracketed, best-score distribution."""
+    reports = [load_solve_report(d) for d in run_dirs]
+    if fmt == "json":
+        return json.dumps({"solve_runs": [r.to_dict() for r in reports]}, indent=2) + "\n"
+    if fmt == "markdown":
+        blocks = []
+        for r in reports:
+            blocks.append("\n".join([f"## {r.path.name} (sim solve)", "", "```", solve_report_text(r).rstrip(), "```", ""]))
+        return "# Solve report\n\n" + "\n".join(blocks)
+    return ("\n" + "=" * 80 + "\n\n").join(solve_report_text(r) for r in reports)

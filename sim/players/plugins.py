@@ -24,14 +24,14 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 from numba.core.registry import CPUDispatcher
 
 import policies
 from sim import kernels as K
-from sim.engine import Board
-from sim.game import GameColumns, PolicyError, check_seed, finish_columns, new_columns, validate_decks
-from sim.rules import Rules
+from sim.engine.board import Board
+from sim.engine.loop import plugin_loops
+from sim.engine.results import GameTrace, PolicyError, illegal_move_error
+from sim.engine.rules import Rules
 
 ENTRY_POINT_GROUP = "foursquare_sim.policies"
 
@@ -43,7 +43,7 @@ class PolicySpec:
     name: str
     """As given: a built-in name, an entry point, or module:attr / file.py:attr."""
     kind: str
-    """builtin, compiled, python, or oracle (the solver, which sees the stock: sim.solve_run)."""
+    """builtin, compiled, python, or oracle (the solver, which sees the stock: sim.players.oracle)."""
     args: tuple[tuple[str, str], ...] = ()
     """--policy-arg values, as given."""
     target: str | None = None
@@ -51,6 +51,7 @@ class PolicySpec:
 
     @property
     def arg_dict(self) -> dict[str, str]:
+        """The --policy-arg values as a dict."""
         return dict(self.args)
 
     def params(self) -> np.ndarray:
@@ -104,21 +105,11 @@ def entry_point_policies() -> dict[str, str]:
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def resolve(name: str, args: dict[str, str] | None = None) -> PolicySpec:
-    """Turn a --policy value into a PolicySpec, checking it loads; ValueError when it does not."""
-    items = tuple((args or {}).items())
-    if name == "oracle":  # sees the stock: played by the solver (sim.solve_run)
-        from sim.solve_run import oracle_options
-
-        oracle_options(dict(items))
-        return PolicySpec(name, "oracle", items)
-    if name in policies.BUILTIN:
-        spec = PolicySpec(name, "builtin", items)
-        spec.params()  # validates the arguments
-        return spec
+def resolve_plugin(name: str, items: tuple[tuple[str, str], ...]) -> PolicySpec:
+    """A PolicySpec for a plugin (entry point, module:attr or file.py:attr), checking it loads."""
     target = name if ":" in name else entry_point_policies().get(name)
     if target is None:
-        known = ", ".join(list(policies.BUILTIN) + sorted(entry_point_policies()))
+        known = ", ".join(list(policies.BUILTIN) + ["oracle"] + sorted(entry_point_policies()))
         raise ValueError(f"unknown policy {name!r}; known policies: {known} "
                          f"(or package.module:attr, path/to/file.py:attr)")
     obj = _load_target(target)
@@ -131,20 +122,6 @@ def resolve(name: str, args: dict[str, str] | None = None) -> PolicySpec:
         make_python_policy(spec)  # constructs a class now, so bad arguments fail before any game
         return spec
     raise ValueError(f"policy {name!r}: {target} is neither a function, a class nor a jitted function")
-
-
-def describe() -> list[tuple[str, str, str]]:
-    """(name, description, parameters) of every available policy, for `sim policies`."""
-    rows = []
-    for info in policies.BUILTIN.values():
-        params = ", ".join(f"{p.name}={p.default}" for p in info.params) or "-"
-        rows.append((info.name, info.description, params))
-    from sim.solve_run import ORACLE_ROW  # sees the stock: runs through the solver, not the game loop
-
-    rows.append(ORACLE_ROW)
-    for name, target in sorted(entry_point_policies().items()):
-        rows.append((name, f"plugin {target}", "see its documentation"))
-    return rows
 
 
 # --- plain-Python policies ------------------------------------------------------------------
@@ -230,8 +207,8 @@ def _decider(spec: PolicySpec, rules: Rules):
     return lambda position, state, card, legal, rng: choose(position, card)
 
 
-def _python_game(deck, decide, rules: Rules, seed: int, game: int, name: str):
-    """One game through Python: (end code, cards played, moves, fired flags, final state)."""
+def python_game(deck, decide, rules: Rules, seed: int, game: int, name: str) -> GameTrace:
+    """The turn loop in Python, for plain-Python plugins: the same steps as sim.kernels.play_turns."""
     board = Board(rules)
     state, r = board.state, rules.as_array()
     start = K.stream_start(np.uint64(seed), np.int64(game), K.STREAM_POLICY)
@@ -253,111 +230,32 @@ def _python_game(deck, decide, rules: Rules, seed: int, game: int, name: str):
                               f"(seed {seed}, game {game}, turn {t + 1})") from e
         if isinstance(cell, bool) or not isinstance(cell, (int, np.integer)) or not 0 <= cell < K.CELLS \
                 or not (legal >> int(cell)) & 1:
-            raise PolicyError(f"policy {name!r} returned illegal cell {cell!r} "
-                              f"(seed {seed}, game {game}, turn {t + 1})")
+            raise illegal_move_error(name, cell, seed, game, t + 1)
         moves.append(int(cell))
         fired.append(int(K.place(state, r, int(cell), card)))
         end = int(K.end_of_turn(state, r))
         if end != K.GOES_ON:
             code, played = end, t + 1
             break
-    return code, played, moves, fired, state
+    return GameTrace(code, played, tuple(moves), tuple(fired), state)
 
 
-def trace_plugin(spec: PolicySpec, deck, rules: Rules, seed: int, game: int):
-    """sim.game.trace for a plugin: every turn goes through Python."""
-    if spec.kind == "oracle":
-        from sim.solve_run import oracle_trace
-
-        return oracle_trace(deck, rules, spec.arg_dict)
-    return _python_game(deck, _decider(spec, rules), rules, seed, game, spec.name)
+def trace_python(spec: PolicySpec, deck, rules: Rules, seed: int, game: int) -> GameTrace:
+    """One game of a plugin with every turn through Python (for replays and plain-Python plugins)."""
+    return python_game(deck, _decider(spec, rules), rules, seed, game, spec.name)
 
 
-def _run_compiled(spec: PolicySpec, decks, seed, first_game, rules: Rules, cols) -> None:
-    batch = compiled_batch(spec)
-    batch(decks, np.uint64(seed), np.int64(first_game), rules.as_array(), spec.params(), cols["end"],
-          cols["cards_played"], cols["face_down"], cols["piles"], cols["score"], cols["illegal"])
+def play_python(spec: PolicySpec, decks: np.ndarray, seed: int, first_game: int, rules: Rules, cols: dict) -> None:
+    """Fill a batch's columns (sim.engine.results.new_columns) with games of a plugin, played through Python."""
+    decide = _decider(spec, rules)
+    for i in range(decks.shape[0]):
+        g = python_game(decks[i], decide, rules, seed, first_game + i, spec.name)
+        cols["end"][i], cols["cards_played"][i] = g.end, g.cards_played
+        cols["face_down"][i], cols["piles"][i] = g.state[K.FACE_DOWN_COUNT], g.state[K.PILES]
+        cols["score"][i] = K.DECK_SIZE - g.cards_played if g.end == K.END_WIN else -1
+        cols["illegal"][i] = -1
 
 
-def compile_plugin(spec: PolicySpec) -> None:
-    """Compile a compiled plugin's game loop now (in the main process, before workers fork)."""
-    if spec.kind == "oracle":
-        from sim.solve_run import warm_up_solver
-
-        warm_up_solver()
-    if spec.kind == "compiled":
-        deck = np.arange(K.DECK_SIZE, dtype=np.uint8)[None, :] // K.COPIES + 1
-        _run_compiled(spec, deck, 0, 0, Rules(), new_columns(1))
-
-
-def play_plugin(spec: PolicySpec, decks: np.ndarray, seed: int, first_game: int, rules: Rules,
-                record_deals: bool = False) -> GameColumns:
-    """Play given decks with a plugin policy; row i is game first_game + i."""
-    if spec.kind == "oracle":
-        from sim.solve_run import oracle_columns
-
-        return oracle_columns(decks, seed, first_game, rules, record_deals, spec.arg_dict)
-    seed = check_seed(seed)
-    decks = validate_decks(decks)
-    n = decks.shape[0]
-    cols = new_columns(n)
-    if spec.kind == "compiled":
-        _run_compiled(spec, decks, seed, first_game, rules, cols)
-    else:
-        decide = _decider(spec, rules)
-        for i in range(n):
-            code, played, _, _, state = _python_game(decks[i], decide, rules, seed, first_game + i, spec.name)
-            cols["end"][i], cols["cards_played"][i] = code, played
-            cols["face_down"][i], cols["piles"][i] = state[K.FACE_DOWN_COUNT], state[K.PILES]
-            cols["score"][i] = K.DECK_SIZE - played if code == K.END_WIN else -1
-            cols["illegal"][i] = -1
-    games = np.arange(first_game, first_game + n, dtype=np.uint64)
-    return finish_columns(cols, games, decks if record_deals else None, spec.name, seed)
-
-
-# --- compiled plugins ---------------------------------------------------------------------------
-
-_BATCHES: dict[str, object] = {}
-
-
-def compiled_batch(spec: PolicySpec):
-    """A compiled batch loop that calls the plugin's jitted choose (compiled once per process)."""
-    if spec.target in _BATCHES:
-        return _BATCHES[spec.target]
-    fn = spec.load()
-
-    @njit
-    def batch(decks, seed, first_game, rules, params, end, cards_played, face_down, piles, score, illegal):
-        state = np.empty(K.STATE_SIZE, np.int64)
-        rng = np.empty(1, np.uint64)
-        for i in range(decks.shape[0]):
-            rng[0] = K.stream_start(seed, first_game + i, K.STREAM_POLICY)
-            K.reset(state)
-            code = K.END_STOCK_EMPTY
-            played = K.DECK_SIZE
-            bad = -1
-            for t in range(K.DECK_SIZE):
-                card = decks[i, t]
-                K.draw(state, card)
-                legal = K.legal_cells(state, rules)
-                if legal == 0:
-                    code, played = K.END_NO_MOVE, t
-                    break
-                cell = fn(state, rules, card, legal, rng, params)
-                if cell < 0 or cell >= K.CELLS or not (legal >> cell) & 1:
-                    code, played, bad = K.END_ILLEGAL_MOVE, t, cell
-                    break
-                K.place(state, rules, cell, card)
-                e = K.end_of_turn(state, rules)
-                if e >= 0:
-                    code, played = e, t + 1
-                    break
-            end[i] = code
-            cards_played[i] = played
-            face_down[i] = state[K.FACE_DOWN_COUNT]
-            piles[i] = state[K.PILES]
-            score[i] = K.DECK_SIZE - played if code == K.END_WIN else -1
-            illegal[i] = bad
-
-    _BATCHES[spec.target] = batch
-    return batch
+def compiled_loops(spec: PolicySpec):
+    """The compiled game loops (sim.engine.loop.Loops) of a compiled plugin."""
+    return plugin_loops(spec.load())

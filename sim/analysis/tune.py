@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.game import play_range
-from sim.pool import run_tasks
-from sim.rules import Rules
+from policies.heuristic import FEATURES
+from sim.engine.rules import Rules
+from sim.jobs.pool import run_tasks
+from sim.players.api import play_range, warm_up
 from sim.stats import wilson
 
 log = logging.getLogger("sim.tune")
@@ -57,8 +58,8 @@ class TuneResult:
 
 
 def _evaluate(task):
-    weights, seed, n, rules = task
-    cols = play_range(seed, 0, n, "heuristic", Rules(**rules), params=np.asarray(weights))
+    policy, weights, seed, n, rules = task
+    cols = play_range(seed, 0, n, policy, Rules(**rules), params=np.asarray(weights))
     return int(cols.won.sum()), float(np.where(cols.won, cols.score, 0).sum())
 
 
@@ -66,9 +67,7 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
          elite: int = 6, validation_seed: int | None = None, validation_n: int | None = None,
          rules: Rules | None = None, workers: int = 1, start: np.ndarray | None = None,
          noise: float = 4.0, on_round=None) -> TuneResult:
-    """Cross-entropy search of heuristic's weights; `on_round(round, best, mean)` reports progress."""
-    from policies.heuristic import FEATURES
-
+    """Cross-entropy search of `policy`'s weights; `on_round(round, best, mean)` reports progress."""
     if policy not in TUNABLE:
         raise ValueError(f"policy {policy!r} has no weights to tune; tunable: {', '.join(TUNABLE)} "
                          f"(lookahead and rollout use heuristic's weights)")
@@ -79,6 +78,7 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
     if validation_seed == seed:
         raise ValueError("the validation seed must differ from the training seed")
     validation_n = validation_n or n
+    warm_up(policy)  # compiled once here, before the workers fork
     rng = np.random.default_rng(seed)
     d = len(FEATURES)
     # Start from greedy's preferences: fewer face-down cards, then new piles.
@@ -88,7 +88,7 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
     for r in range(rounds):
         pop = mean + spread * rng.standard_normal((population, d))
         pop[0] = mean  # the current mean always competes
-        tasks = ((i, (pop[i].tolist(), seed, n, rules.as_dict())) for i in range(population))
+        tasks = ((i, (policy, pop[i].tolist(), seed, n, rules.as_dict())) for i in range(population))
         wins = np.zeros(population)
         score = np.zeros(population)
         for i, (w, s) in run_tasks(_evaluate, tasks, workers):
@@ -105,8 +105,8 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
         if on_round is not None:
             on_round(r + 1, wins.max() / n, wins.mean() / n)
     weights = np.round(mean, 4)
-    train = _evaluate((weights.tolist(), seed, n, rules.as_dict()))[0]
-    valid = _evaluate((weights.tolist(), validation_seed, validation_n, rules.as_dict()))[0]
+    train = _evaluate((policy, weights.tolist(), seed, n, rules.as_dict()))[0]
+    valid = _evaluate((policy, weights.tolist(), validation_seed, validation_n, rules.as_dict()))[0]
     return TuneResult(
         features=tuple(FEATURES), weights=tuple(float(w) for w in weights),
         train_win_rate=train / n, validation_win_rate=valid / validation_n,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim import kernels as K
-from sim.rules import Rules
+from sim.engine.rules import Rules
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ import base64
 from datetime import datetime, timezone
 from html import escape
 
-from sim.report import RunReport, Table, header_lines, overview_table, tables
+from sim.analysis.report import RunReport, header_lines, overview_table, tables
+from sim.analysis.tables import Table
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }

@@ -1,0 +1,49 @@
+"""Policy parameters: what `--policy-arg NAME=VALUE` may set, and how each value is read.
+
+Each policy module declares its own ``PARAMS`` (a tuple of `Param`) in the
+order of the float64 params array its ``choose`` receives; the registry
+(`policies.build_params`) only walks them.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter a policy takes from ``--policy-arg NAME=VALUE``."""
+
+    name: str
+    """Name on the command line."""
+    default: str
+    """Default, as text."""
+    help: str
+    """One line for `sim policies`."""
+    parse: Callable[[str], Sequence[float]] = field(compare=False, repr=False)
+    """Text -> the values it adds to the params array; ValueError saying what is wrong."""
+
+
+def integer(policy: str, name: str, low: int, high: int) -> Callable[[str], list[float]]:
+    """A parser of a whole number in low..high."""
+
+    def parse(text: str) -> list[float]:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise ValueError(f"policy {policy!r}: {name}={text!r} is not an integer {low}..{high}")
+        return [float(value)]
+
+    return parse
+
+
+def choice(policy: str, name: str, values: dict[str, float]) -> Callable[[str], list[float]]:
+    """A parser of one of a few names, each standing for a number."""
+
+    def parse(text: str) -> list[float]:
+        if text not in values:
+            raise ValueError(f"policy {policy!r}: {name}={text!r} is not one of: {', '.join(values)}")
+        return [values[text]]
+
+    return parse

@@ -1,0 +1,124 @@
+"""Rule-variant sweeps (`sim sweep`): one run per combination of rule option values, on the same deals."""
+
+import itertools
+from dataclasses import asdict, dataclass, field
+
+from sim.analysis.compare import json_ready, render_as, make_runs, reuse_notes
+from sim.analysis.report import load_report
+from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits
+from sim.engine.rules import Rules
+from sim.jobs.runner import UsageError
+
+
+def parse_sweep_options(items: list[str]) -> list[tuple[str, list[str]]]:
+    """["max_face_down=3,4,5", "max_pile=3,4"] -> [("max_face_down", ["3", "4", "5"]), ("max_pile", ["3", "4"])].
+
+    Every value is checked against the rule's valid range.
+    """
+    axes: list[tuple[str, list[str]]] = []
+    for item in items or []:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        vals = [v.strip() for v in values.split(",") if v.strip()]
+        if not sep or not key or not vals:
+            raise UsageError(f"--rule {item!r} is not KEY=V1,V2,... (e.g. --rule max_face_down=3,4,5)")
+        if key in (k for k, _ in axes):
+            raise UsageError(f"--rule {key} is given twice; list its values once: {key}=V1,V2,...")
+        if len(set(vals)) < len(vals):
+            raise UsageError(f"--rule {item!r} lists a value twice")
+        for v in vals:
+            try:
+                Rules.from_strings({key: v})
+            except ValueError as e:
+                raise UsageError(str(e)) from None
+        axes.append((key, vals))
+    if not axes:
+        raise UsageError("give at least one --rule KEY=V1,V2,... to sweep")
+    return axes
+
+
+def combinations(axes: list[tuple[str, list[str]]]) -> list[dict[str, str]]:
+    """The cartesian product, the first option varying slowest, values in the order given."""
+    keys = [k for k, _ in axes]
+    return [dict(zip(keys, values)) for values in itertools.product(*(v for _, v in axes))]
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    values: tuple[str, ...]
+    """The option values of this combination, in the order of `Sweep.options`."""
+    path: str
+    games: int
+    wins: int
+    win_rate: float
+    win_rate_low: float
+    win_rate_high: float
+    mean_score: float | None
+    reused: bool
+
+
+@dataclass(frozen=True)
+class Sweep:
+    policy: str
+    n: int
+    seed: int
+    options: tuple[str, ...]
+    rows: tuple[SweepRow, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def header(self) -> str:
+        return (f"Sweep of {', '.join(self.options)}: policy {self.policy}, the same {self.n:,} deals "
+                f"(seed {self.seed}) for every combination")
+
+    def table(self) -> Table:
+        d = pct_digits(self.n)
+        rows = tuple((*r.values, fmt_int(r.games), fmt_int(r.wins), fmt_pct(r.win_rate, d),
+                      fmt_ci(r.win_rate_low, r.win_rate_high, d), fmt_num(r.mean_score)) for r in self.rows)
+        return Table("", (*self.options, "games", "wins", "win rate", "95% CI (Wilson)", "mean score"), rows,
+                     align="r" * len(self.options) + "rrrrr",
+                     note="Mean score of the won games. Rows follow the order of the --rule options and values.")
+
+    def labels(self) -> list[str]:
+        return ["\n".join(f"{k}={v}" for k, v in zip(self.options, r.values)) for r in self.rows]
+
+    def text(self) -> str:
+        return "\n".join([self.header(), *[f"note: {n}" for n in self.notes], "", self.table().text()]) + "\n"
+
+    def markdown(self) -> str:
+        return "\n".join([self.header(), "", *[f"- {n}" for n in self.notes], "", self.table().markdown()]) + "\n"
+
+    def to_dict(self) -> dict:
+        d = json_ready(asdict(self))
+        d["rows"] = [{**dict(zip(self.options, r["values"])), **{k: v for k, v in r.items() if k != "values"}}
+                     for r in d["rows"]]
+        return d
+
+    def render(self, fmt: str) -> str:
+        return render_as(self, fmt)
+
+    def figure(self):
+        from sim.analysis.plots import win_rate_figure
+
+        return win_rate_figure(self.labels(), [r.win_rate for r in self.rows], [r.win_rate_low for r in self.rows],
+                               [r.win_rate_high for r in self.rows], [r.mean_score for r in self.rows],
+                               f"{self.policy}: win rate by rule options ({self.n:,} games each, same deals)")
+
+
+def sweep(policy: str, n: int, option_values: list[tuple[str, list[str]]], seed: int = 0,
+          base_rules: Rules | None = None, **run_options) -> Sweep:
+    """One run per combination of option values, all on the same deals; their win rates and mean scores."""
+    base = (base_rules or Rules()).as_dict()
+    combos = combinations(option_values)
+    try:
+        specs = [(policy, Rules.from_strings({**{k: str(v) for k, v in base.items()}, **c})) for c in combos]
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    made = make_runs(specs, n, seed, **run_options)
+    rows = []
+    for combo, (path, reused) in zip(combos, made):
+        r = load_report(path)
+        rows.append(SweepRow(values=tuple(combo.values()), path=str(path), games=r.games, wins=r.wins,
+                             win_rate=r.win_rate, win_rate_low=r.win_rate_low, win_rate_high=r.win_rate_high,
+                             mean_score=r.score_mean, reused=reused))
+    return Sweep(policy=policy, n=n, seed=seed, options=tuple(k for k, _ in option_values), rows=tuple(rows),
+                 notes=tuple(reuse_notes(made)))

@@ -1,0 +1,85 @@
+"""Tables and number formats shared by every output of the analysis layer (text, Markdown, HTML, JSON)."""
+
+import math
+import textwrap
+from dataclasses import dataclass
+
+from sim.engine.rules import Rules
+
+
+@dataclass(frozen=True)
+class Table:
+    """A small table of already formatted cells, rendered as aligned text, Markdown or HTML."""
+
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    align: str = ""
+    """One letter per column, "l" or "r"; default: first column left, the others right."""
+    note: str = ""
+    """A line printed under the table (definitions, caveats)."""
+
+    def _align(self, i: int) -> str:
+        if i < len(self.align):
+            return self.align[i]
+        return "l" if i == 0 else "r"
+
+    def text(self, indent: str = "", width: int = 0) -> str:
+        """Aligned columns; the note is wrapped at `width` when given."""
+        cols = len(self.headers)
+        widths = [max([len(self.headers[i])] + [len(r[i]) for r in self.rows]) for i in range(cols)]
+
+        def line(cells):
+            parts = [c.ljust(w) if self._align(i) == "l" else c.rjust(w)
+                     for i, (c, w) in enumerate(zip(cells, widths))]
+            return (indent + "  ".join(parts)).rstrip()
+
+        out = [self.title] if self.title else []
+        out.append(line(self.headers))
+        out.append(indent + "  ".join("-" * w for w in widths))
+        out.extend(line(r) for r in self.rows)
+        if self.note:
+            out += textwrap.wrap(self.note, width) if width > 0 else [self.note]
+        return "\n".join(out)
+
+    def markdown(self) -> str:
+        def esc(s):
+            return s.replace("|", "\\|")
+
+        out = [f"**{self.title}**", ""] if self.title else []
+        out.append("| " + " | ".join(esc(h) for h in self.headers) + " |")
+        out.append("|" + "|".join(" --- " if self._align(i) == "l" else " ---: " for i in range(len(self.headers))) + "|")
+        out.extend("| " + " | ".join(esc(c) for c in r) + " |" for r in self.rows)
+        if self.note:
+            out += ["", self.note]
+        return "\n".join(out)
+
+
+def fmt_int(k: int | None) -> str:
+    return "-" if k is None else f"{k:,}"
+
+
+def fmt_pct(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}%"
+
+
+def fmt_num(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def fmt_ci(low: float, high: float, digits: int = 2) -> str:
+    if math.isnan(low):
+        return "-"
+    return f"{100 * low:.{digits}f}% .. {100 * high:.{digits}f}%"
+
+
+def pct_digits(games: int) -> int:
+    """Decimals of a percentage worth showing for this many games (more games, narrower intervals)."""
+    return 2 if games < 1_000_000 else 3 if games < 100_000_000 else 4
+
+
+def rules_text(rules: dict) -> str:
+    """The non-default rule options as text, or "default"."""
+    default = Rules().as_dict()
+    changed = [f"{k}={v}" for k, v in rules.items() if default.get(k) != v]
+    return ", ".join(changed) if changed else "default"

@@ -1,0 +1,87 @@
+"""Decks: the seeded deal (SplitMix64 Fisher-Yates, `sim.kernels.deal_into`) and checks of given decks."""
+
+import numpy as np
+from numba import njit
+
+from sim import kernels as K
+
+MAX_GAME = 2**63 - 1
+"""Largest game index (the compiled loops count games in int64)."""
+
+
+@njit(cache=True)
+def deal_batch(seed, first_game, decks):
+    """decks[i] = the deck of game first_game + i of `seed`."""
+    decks = K.borrowed(decks)  # no reference counting per row (see K.borrowed)
+    for i in range(decks.shape[0]):
+        K.deal_into(seed, first_game + i, decks[i])
+
+
+def check_seed(seed) -> int:
+    """The seed as an int; ValueError unless it is an integer in 0..2**64-1."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an integer in 0..2**64-1, not {seed!r}")
+    return int(seed)
+
+
+def check_game(game) -> int:
+    """The game index as an int; ValueError unless it is an integer in 0..2**63-1."""
+    if isinstance(game, bool) or not isinstance(game, (int, np.integer)) or not 0 <= game <= MAX_GAME:
+        raise ValueError(f"game must be an integer in 0..2**63-1, not {game!r}")
+    return int(game)
+
+
+def deal(seed: int, game: int) -> tuple[int, ...]:
+    """The deck of game `game` of seed `seed` (ranks in draw order)."""
+    seed, game = check_seed(seed), check_game(game)
+    decks = np.empty((1, K.DECK_SIZE), np.uint8)
+    deal_batch(np.uint64(seed), np.int64(game), decks)
+    return tuple(int(r) for r in decks[0])
+
+
+def deal_range(seed: int, start: int, stop: int) -> np.ndarray:
+    """The decks of games start..stop-1 of `seed`, as an (n, 40) uint8 array."""
+    decks = np.empty((stop - start, K.DECK_SIZE), np.uint8)
+    deal_batch(np.uint64(check_seed(seed)), np.int64(start), decks)
+    return decks
+
+
+def validate_deck(deck) -> np.ndarray:
+    """The deck as a uint8 array; ValueError saying what is wrong otherwise."""
+    try:
+        values = list(deck)
+    except TypeError:
+        raise ValueError(f"a deck must be a sequence of 40 ranks, not {type(deck).__name__}") from None
+    if len(values) != K.DECK_SIZE:
+        raise ValueError(f"a deck has 40 cards, this one has {len(values)}")
+    ranks = []
+    for pos, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= K.RANKS:
+            raise ValueError(f"card {pos} is {v!r}; ranks are integers 1..10")
+        ranks.append(int(v))
+    counts = np.bincount(ranks, minlength=K.RANKS + 1)[1:]
+    wrong = [f"{r} x{c}" for r, c in enumerate(counts, start=1) if c != K.COPIES]
+    if wrong:
+        raise ValueError(f"a deck has four cards of each rank 1..10; this one has {', '.join(wrong)}")
+    return np.array(ranks, dtype=np.uint8)
+
+
+def validate_decks(decks: np.ndarray) -> np.ndarray:
+    """Check an (n, 40) array of decks at once; ValueError naming the first bad row."""
+    decks = np.asarray(decks)
+    if decks.ndim != 2 or decks.shape[1] != K.DECK_SIZE:
+        raise ValueError(f"decks must be an (n, 40) array, not shape {decks.shape}")
+    bad_rank = (decks < 1) | (decks > K.RANKS)
+    if bad_rank.any():
+        row = int(np.argmax(bad_rank.any(axis=1)))
+        validate_deck(decks[row].tolist())  # raises with the detail
+    d = decks.astype(np.int64)
+    counts = np.stack([(d == r).sum(axis=1) for r in range(1, K.RANKS + 1)], axis=1)
+    bad = (counts != K.COPIES).any(axis=1)
+    if bad.any():
+        row = int(np.argmax(bad))
+        try:
+            validate_deck(decks[row].tolist())
+        except ValueError as e:
+            raise ValueError(f"row {row}: {e}") from None
+    return decks.astype(np.uint8)

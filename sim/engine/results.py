@@ -1,0 +1,115 @@
+"""What games produce: one game's result and trace, a batch's columns, and the policy error."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim import kernels as K
+
+END_NAMES = ("win", "too_many_face_down", "stock_empty", "no_move", "illegal_move")
+"""Name of each END_* code, indexed by code."""
+
+
+class PolicyError(RuntimeError):
+    """A policy returned a cell that is not legal, or raised."""
+
+
+def illegal_move_error(policy: str, cell, seed: int, game: int, turn: int) -> PolicyError:
+    """The error for a policy that returned `cell` on `turn` (1-based) of a game."""
+    return PolicyError(f"policy {policy!r} returned illegal cell {cell!r} (seed {seed}, game {game}, turn {turn})")
+
+
+@dataclass(frozen=True)
+class GameResult:
+    """The outcome of one game, as `sim.play` returns it."""
+
+    won: bool
+    """True when the game ended with a full grid and every top card face up."""
+    score: int | None
+    """Cards left in the stock at a win (0..24); None for a lost game."""
+    cards_played: int
+    """Cards placed on the table."""
+    face_down: int
+    """Top cards face down at the end."""
+    piles: int
+    """Piles on the table at the end."""
+    end: str
+    """How it ended: win, too_many_face_down, stock_empty or no_move."""
+    moves: tuple[int, ...]
+    """Canonical cell of each placement, in order."""
+
+
+@dataclass(frozen=True, eq=False)
+class GameTrace:
+    """One game turn by turn, as `sim.players.api.trace` plays it (replays and tests read it)."""
+
+    end: int
+    """The END_* code."""
+    cards_played: int
+    """Cards placed on the table."""
+    moves: tuple[int, ...]
+    """Canonical cell of each placement."""
+    fired: tuple[int, ...]
+    """Checks fired by each placement (K.FIRED_ROW | K.FIRED_COL)."""
+    state: np.ndarray
+    """The final position (sim.kernels state layout)."""
+
+    def result(self) -> GameResult:
+        """The game's GameResult."""
+        won = self.end == K.END_WIN
+        return GameResult(
+            won=won,
+            score=K.DECK_SIZE - self.cards_played if won else None,
+            cards_played=self.cards_played,
+            face_down=int(self.state[K.FACE_DOWN_COUNT]),
+            piles=int(self.state[K.PILES]),
+            end=END_NAMES[self.end],
+            moves=self.moves,
+        )
+
+
+@dataclass(frozen=True)
+class GameColumns:
+    """Column arrays for a batch of games, one entry per game."""
+
+    game: np.ndarray
+    """Game index within the run (uint64)."""
+    won: np.ndarray
+    """bool."""
+    score: np.ndarray
+    """int8: cards left at a win, -1 for a lost game."""
+    cards_played: np.ndarray
+    """uint8."""
+    face_down: np.ndarray
+    """uint8: face-down top cards at the end."""
+    piles: np.ndarray
+    """uint8."""
+    end: np.ndarray
+    """uint8 END_* code; END_NAMES[code] is its name."""
+    deck: np.ndarray | None
+    """(n, 40) uint8 decks, when recorded."""
+
+    def __len__(self) -> int:
+        return len(self.game)
+
+
+def new_columns(n: int) -> dict:
+    """Output arrays a batch fills, one entry per game."""
+    return dict(
+        end=np.empty(n, np.uint8),
+        cards_played=np.empty(n, np.uint8),
+        face_down=np.empty(n, np.uint8),
+        piles=np.empty(n, np.uint8),
+        score=np.empty(n, np.int8),
+        illegal=np.empty(n, np.int64),
+    )
+
+
+def finish_columns(cols: dict, games, decks, policy: str, seed: int) -> GameColumns:
+    """GameColumns from a filled batch; PolicyError naming the first illegal move."""
+    illegal = cols.pop("illegal")
+    bad = np.flatnonzero(cols["end"] == K.END_ILLEGAL_MOVE)
+    if len(bad):
+        i = int(bad[0])
+        raise illegal_move_error(policy, int(illegal[i]), seed, int(games[i]), int(cols["cards_played"][i]) + 1)
+    return GameColumns(game=games, won=cols["end"] == K.END_WIN, deck=decks, **cols)

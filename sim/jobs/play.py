@@ -1,0 +1,224 @@
+"""The play job (`sim run`): games of one policy, one Parquet row per game.
+
+A run is a pure function of its `RunConfig` (policy and its arguments, n,
+seed, rules, deal source): game i always gets the same deck and the same
+policy stream, so the rows do not depend on the worker count, the chunk
+size or the executor, which are options of `run`, not of the config.
+"""
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from sim import kernels as K
+from sim.stats import wilson
+from sim.engine.results import END_NAMES
+from sim.engine.rules import Rules
+from sim.jobs import runner
+from sim.jobs.runner import GAMES, Job, UsageError
+from sim.players.api import play_decks, play_range, resolve, warm_up
+
+log = logging.getLogger("sim.runner")
+
+DEFAULT_CHUNK = 50_000
+END_ENUM = pl.Enum(list(END_NAMES[: K.END_NO_MOVE + 1]))
+"""The `end` column's type: the four ways a game can end."""
+_END_CODES = {code: name for code, name in enumerate(END_ENUM.categories)}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that decides a run's rows."""
+
+    policy: str = "greedy"
+    """Built-in policy name, entry-point name, or plugin (module:attr, file.py:attr)."""
+    n: int | None = None
+    """Number of games (with `deals`, None plays every deck of the file)."""
+    seed: int = 0
+    """Seed of the deals and of the policy's random stream."""
+    rules: Rules = field(default_factory=Rules)
+    """Rule options."""
+    policy_args: tuple[tuple[str, str], ...] = ()
+    """The policy's --policy-arg values, as given."""
+    deals: str | None = None
+    """Deal file (Parquet or JSON lines) instead of seeded deals; game i is row i."""
+    deals_sha256: str | None = None
+    """Digest of the deal file (filled in when the run starts, checked on resume)."""
+    record_deals: bool = False
+    """Store each game's deck in a `deck` column."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run produced, as the command line prints it."""
+
+    path: Path
+    """The run directory."""
+    games: int
+    """Games in the output."""
+    wins: int
+    """Games won."""
+    win_rate: float
+    """wins / games."""
+    win_rate_low: float
+    """Lower end of the 95% Wilson interval of the win rate."""
+    win_rate_high: float
+    """Upper end of the 95% Wilson interval of the win rate."""
+    mean_score: float | None
+    """Mean score of the won games (None without wins)."""
+    seconds: float
+    """Wall time of this invocation."""
+    games_per_s: float
+    """Games played by this invocation per second of wall time."""
+    status: str
+    """complete or incomplete."""
+
+    def text(self) -> str:
+        """The summary `sim run` prints."""
+        score = "n/a" if self.mean_score is None else f"{self.mean_score:.2f}"
+        return "\n".join([
+            f"games      {self.games:,}",
+            f"wins       {self.wins:,}",
+            f"win rate   {self.win_rate:.4%}  (95% CI {self.win_rate_low:.4%} .. {self.win_rate_high:.4%})",
+            f"mean score {score} (wins only)",
+            f"wall time  {self.seconds:.2f} s  ({self.games_per_s:,.0f} games/s)",
+            f"output     {self.path}",
+        ])
+
+
+def default_chunk_size(n: int, workers: int) -> int:
+    """Enough chunks for a smooth progress bar and balanced workers, few enough to keep overhead low."""
+    return max(1, min(DEFAULT_CHUNK, math.ceil(n / (8 * max(1, workers)))))
+
+
+def policy_label(policy: str, policy_args=()) -> str:
+    """A file-name-safe label of a policy and its arguments (e.g. rollout-samples16)."""
+    where, _, attr = policy.rpartition(":")
+    label = f"{Path(where).stem}.{attr}" if where else policy
+    for key, value in policy_args:
+        label += f"-{key}{Path(value).stem if '/' in value else value}"
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in label)
+
+
+def default_out(config: RunConfig) -> Path:
+    """results/<policy>-seed<S>-n<N>, plus any non-default rules."""
+    policy = policy_label(config.policy, config.policy_args)
+    name = f"{policy}-seed{config.seed}-n{config.n}"
+    if config.deals:
+        name = f"{policy}-deals-{Path(config.deals).stem}-n{config.n}"
+    return Path("results") / (name + runner.rules_suffix(config.rules))
+
+
+# --- the work of one chunk (runs in a worker) --------------------------------
+
+
+def play_chunk(task: dict) -> dict:
+    """Play one chunk; returns plain numpy columns (the main process writes the part)."""
+    t0 = time.perf_counter()
+    rules = Rules(**task["rules"])
+    args = dict(task["policy_args"])
+    if task["decks"] is None:
+        cols = play_range(task["seed"], task["start"], task["stop"], task["policy"], rules, task["record_deals"],
+                          policy_args=args)
+    else:
+        cols = play_decks(task["decks"], task["policy"], rules, task["seed"], task["start"], task["record_deals"],
+                          policy_args=args)
+    seconds = time.perf_counter() - t0
+    log.debug("chunk %d: %d games in %.3f s", task["chunk"], len(cols), seconds)
+    return {
+        "game": cols.game, "won": cols.won, "score": cols.score, "cards_played": cols.cards_played,
+        "face_down": cols.face_down, "piles": cols.piles, "end": cols.end, "deck": cols.deck,
+    }
+
+
+def games_frame(cols: dict) -> pl.DataFrame:
+    """The Parquet schema of a part: one row per game."""
+    frame = pl.DataFrame({
+        "game": pl.Series(cols["game"], dtype=pl.UInt64),
+        "won": pl.Series(cols["won"], dtype=pl.Boolean),
+        "score": pl.Series(cols["score"], dtype=pl.Int8),
+        "cards_played": pl.Series(cols["cards_played"], dtype=pl.UInt8),
+        "face_down": pl.Series(cols["face_down"], dtype=pl.UInt8),
+        "piles": pl.Series(cols["piles"], dtype=pl.UInt8),
+        "end": pl.Series(cols["end"], dtype=pl.UInt8),
+    }).with_columns(
+        pl.when(pl.col("score") >= 0).then(pl.col("score")).cast(pl.UInt8).alias("score"),
+        pl.col("end").replace_strict(_END_CODES, return_dtype=END_ENUM),
+    )
+    if cols.get("deck") is not None:
+        frame = frame.with_columns(pl.Series("deck", cols["deck"]).cast(pl.List(pl.UInt8)))
+    return frame
+
+
+def summarize(run_dir: Path, seconds: float, played: int, status: str) -> RunSummary:
+    """The summary of a run directory's games, from one scan of its parts."""
+    games_glob = str(Path(run_dir) / GAMES / "*.parquet")
+    if any((Path(run_dir) / GAMES).glob("*.parquet")):
+        row = pl.scan_parquet(games_glob).select(
+            pl.len().alias("games"),
+            pl.col("won").sum().alias("wins"),
+            pl.col("score").mean().alias("mean_score"),
+        ).collect().row(0, named=True)
+    else:
+        row = {"games": 0, "wins": 0, "mean_score": None}
+    games, wins = int(row["games"]), int(row["wins"] or 0)
+    low, high = wilson(wins, games)
+    return RunSummary(
+        path=Path(run_dir), games=games, wins=wins, win_rate=wins / games if games else math.nan,
+        win_rate_low=low, win_rate_high=high, mean_score=row["mean_score"], seconds=seconds,
+        games_per_s=played / seconds if seconds > 0 else math.nan, status=status,
+    )
+
+
+def _warm(config: RunConfig, from_file: bool) -> None:
+    warm_up(config.policy, dict(config.policy_args), seeded=not from_file, decks=from_file)
+
+
+def _payload(config: RunConfig) -> dict:
+    return {"seed": config.seed, "policy": config.policy, "policy_args": config.policy_args,
+            "rules": config.rules.as_dict(), "record_deals": config.record_deals}
+
+
+def _settings(config: RunConfig) -> dict:
+    return {"policy": config.policy, "policy_args": dict(config.policy_args), **runner.deal_fields(config)}
+
+
+def config_from_manifest(m: dict) -> RunConfig:
+    """The RunConfig a manifest records."""
+    return RunConfig(
+        policy=m["policy"], n=m["n"], seed=m["seed"], rules=Rules(**m["rules"]),
+        policy_args=tuple((m.get("policy_args") or {}).items()), deals=m.get("deals"),
+        deals_sha256=m.get("deals_sha256"), record_deals=m.get("record_deals", False),
+    )
+
+
+PLAY = Job(kind="run", command="run", unit="game", work=play_chunk, frame=games_frame, summarize=summarize,
+           warm=_warm, payload=_payload, settings=_settings, from_manifest=config_from_manifest,
+           default_out=default_out, default_chunk_size=default_chunk_size)
+"""`sim run` as a job of sim.jobs.runner."""
+
+
+def run(config: RunConfig, *, out: str | Path | None = None, force: bool = False, workers: int | None = None,
+        chunk_size: int | None = None, executor: str = "local", scheduler: str | None = None,
+        progress: bool = False, command: str | None = None) -> RunSummary:
+    """Play the games `config` describes in worker processes and write them under `out`.
+
+    Everything else is how they are played: `workers` (default: CPUs),
+    `chunk_size` (games per part), `executor` (local or dask, with
+    `scheduler`), `progress` (a bar on stderr), `force` (replace a run in
+    `out`). Returns the summary, whose `path` is the run directory. Raises
+    UsageError for bad settings, RunError when the run cannot finish,
+    Interrupted on Ctrl-C/SIGTERM (both leave the run resumable with `resume`).
+    """
+    if not isinstance(config, RunConfig):
+        raise TypeError(f"run() takes a RunConfig, not {type(config).__name__}")
+    try:
+        resolve(config.policy, dict(config.policy_args))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return runner.start(PLAY, config, out=out, force=force, workers=workers, chunk_size=chunk_size,
+                        executor=executor, scheduler=scheduler, progress=progress, command=command)

@@ -1,0 +1,310 @@
+"""The solve job (`sim solve`): each deal solved with the stock order known, one Parquet row per deal.
+
+A solve run is a job of `sim.jobs.runner` (kind ``solve``): the same chunks,
+worker pool (or Dask), atomic Parquet parts, manifest, progress bar,
+interruption and resume as `sim run`; only the work of a chunk differs.
+Deal i of a seed is the deck `sim run` deals for game i, and each row says
+what `sim.solve` found for it:
+
+==============  ===============================================================
+column          meaning
+==============  ===============================================================
+``game``        uint64, the deal's index (game i of the seed, or row i of --deals)
+``outcome``     enum: won (a winning line found), lost (proven: no line wins),
+                unresolved (a limit was hit before a win or a proof)
+``score``       uint8, the best score found (cards left at the win); null unless won
+``proven_best`` bool, no line wins with a higher score
+``nodes``       uint64, placements the searches tried
+``seconds``     float64, wall time of the deal's search
+``moves``       list of uint8: the best winning line's cells; null unless won
+``score_bound`` uint8, no line wins with a higher score (equals ``score`` when
+                proven); null when lost
+``deck``        list of uint8 (with --record-deals)
+==============  ===============================================================
+"""
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from sim import kernels as K
+from sim.engine.cards import deal_range, validate_decks
+from sim.engine.rules import Rules
+from sim.jobs import runner
+from sim.jobs.runner import GAMES, Job, UsageError, read_manifest
+from sim.players.api import warm_up
+from sim.players.oracle import warm_up_solver
+from sim.solver.solver import OUTCOMES, SolveResult, shared_solver
+from sim.stats import wilson
+
+OUTCOME_ENUM = pl.Enum(list(OUTCOMES))
+"""The `outcome` column's type."""
+SOLVE_CHUNK = 1_000
+
+
+# --- one chunk of deals (runs in a worker) ------------------------------------------------
+
+
+def _decks(task: dict) -> np.ndarray:
+    if task["decks"] is not None:
+        return validate_decks(task["decks"])
+    return deal_range(task["seed"], task["start"], task["stop"])
+
+
+def solve_decks(decks: np.ndarray, rules: Rules | None = None, first_win: bool = False,
+                node_limit: int | None = None, time_limit: float | None = None) -> list[SolveResult]:
+    """`sim.solve` on each row of an (n, 40) array of decks, in this process."""
+    rules = rules or Rules()
+    solver = shared_solver()
+    return [solver.solve(d, rules, first_win=first_win, node_limit=node_limit, time_limit=time_limit)
+            for d in validate_decks(decks)]
+
+
+def solve_chunk(task: dict) -> dict:
+    """Solve one chunk of deals; returns plain columns (the main process writes the part)."""
+    opts = task["solve"]
+    decks = _decks(task)
+    results = solve_decks(decks, Rules(**task["rules"]), opts["first_win"], opts["node_limit"], opts["time_limit"])
+    n = len(results)
+    return {
+        "game": np.arange(task["start"], task["start"] + n, dtype=np.uint64),
+        "outcome": np.array([OUTCOMES.index(r.outcome) for r in results], np.uint8),
+        "score": np.array([-1 if r.score is None else r.score for r in results], np.int8),
+        "proven_best": np.array([r.proven_best for r in results], np.bool_),
+        "nodes": np.array([r.nodes for r in results], np.uint64),
+        "seconds": np.array([r.seconds for r in results], np.float64),
+        "moves": [None if r.moves is None else list(r.moves) for r in results],
+        "score_bound": np.array([-1 if r.score_bound is None else r.score_bound for r in results], np.int8),
+        "deck": decks if task["record_deals"] else None,
+    }
+
+
+def solve_frame(cols: dict) -> pl.DataFrame:
+    """The Parquet schema of a solve part: one row per deal."""
+    frame = pl.DataFrame({
+        "game": pl.Series(cols["game"], dtype=pl.UInt64),
+        "outcome": pl.Series(cols["outcome"], dtype=pl.UInt8),
+        "score": pl.Series(cols["score"], dtype=pl.Int8),
+        "proven_best": pl.Series(cols["proven_best"], dtype=pl.Boolean),
+        "nodes": pl.Series(cols["nodes"], dtype=pl.UInt64),
+        "seconds": pl.Series(cols["seconds"], dtype=pl.Float64),
+        "moves": pl.Series(cols["moves"], dtype=pl.List(pl.UInt8)),
+        "score_bound": pl.Series(cols["score_bound"], dtype=pl.Int8),
+    }).with_columns(
+        pl.when(pl.col("score") >= 0).then(pl.col("score")).cast(pl.UInt8).alias("score"),
+        pl.when(pl.col("score_bound") >= 0).then(pl.col("score_bound")).cast(pl.UInt8).alias("score_bound"),
+        pl.col("outcome").replace_strict(dict(enumerate(OUTCOMES)), return_dtype=OUTCOME_ENUM),
+    )
+    if cols.get("deck") is not None:
+        frame = frame.with_columns(pl.Series("deck", cols["deck"]).cast(pl.List(pl.UInt8)))
+    return frame
+
+
+# --- summary and report ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SolveSummary:
+    """What a solve run found, as the command line prints it (and `sim report` shows)."""
+
+    path: Path
+    deals: int
+    won: int
+    lost: int
+    unresolved: int
+    winnable_low: float
+    """Lower end of the 95% Wilson interval of the winnable share, unresolved deals counted as losses."""
+    winnable_high: float
+    """Upper end, unresolved deals counted as wins."""
+    proven: int
+    """Won deals whose best score is proven."""
+    score_counts: tuple[tuple[int, int, int], ...]
+    """(score, won deals with that best score found, of which proven), for every score that occurs."""
+    mean_score: float | None
+    """Mean best score found, over won deals."""
+    mean_proven: float | None
+    """Mean best score over the deals whose best is proven."""
+    mean_bound: float | None
+    """Mean of the proven upper bounds of the best scores, over won deals: the true mean lies
+    between mean_score and this."""
+    median_seconds: float | None
+    p99_seconds: float | None
+    median_nodes: float | None
+    p99_nodes: float | None
+    seconds: float
+    """Wall time of this invocation."""
+    deals_per_s: float
+    status: str
+    options: dict
+    """The run's solver options (first_win, node_limit, time_limit)."""
+
+    def lines(self) -> list[str]:
+        d = self.deals or 1
+        digits = max(2, len(str(self.deals)) - 3)  # enough to tell the interval's ends apart
+        pct = lambda k: f"{k / d:.{digits}%}"  # noqa: E731
+        limits = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in self.options.items()
+                           if k != "first_win" and v is not None) or "no limit"
+        out = [
+            f"deals        {self.deals:,}   ({'first win only' if self.options.get('first_win') else 'best score'}"
+            f"; {limits})",
+            f"won          {self.won:,} ({pct(self.won)})   lost {self.lost:,} ({pct(self.lost)})   "
+            f"unresolved {self.unresolved:,} ({pct(self.unresolved)})",
+            f"winnable     {pct(self.won)} .. {pct(self.won + self.unresolved)}   "
+            f"(95% CI {pct(self.winnable_low * d)} .. {pct(self.winnable_high * d)}; "
+            f"unresolved counted as lost .. as won)",
+        ]
+        if self.won and self.options.get("first_win"):
+            out.append(f"first win    mean score {self.mean_score:.3f} of the first win found (not the best score; "
+                       f"proven best on {self.proven:,} deals)")
+        elif self.won:
+            out.append(f"best score   mean {self.mean_score:.3f} over won deals (the true mean is at most "
+                       f"{self.mean_bound:.3f}); proven best on {self.proven:,} of {self.won:,} "
+                       f"({self.proven / self.won:.2%})"
+                       + ("" if self.mean_proven is None else f", mean {self.mean_proven:.3f} over those"))
+            out.append("  score   deals   proven   share")
+            for score, k, p in self.score_counts:
+                out.append(f"  {score:5d} {k:7,d} {p:8,d}   {k / d:6.2%}")
+        if self.median_seconds is not None:
+            out.append(f"per deal     median {1000 * self.median_seconds:.3f} ms, {self.median_nodes:,.0f} nodes; "
+                       f"99th percentile {1000 * self.p99_seconds:,.1f} ms, {self.p99_nodes:,.0f} nodes")
+        return out
+
+    def text(self) -> str:
+        return "\n".join(self.lines() + [
+            f"wall time    {self.seconds:.2f} s  ({self.deals_per_s:,.1f} deals/s)",
+            f"output       {self.path}",
+        ])
+
+    def to_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["path"] = str(self.path)
+        d["score_counts"] = [{"score": s, "deals": k, "proven": p} for s, k, p in self.score_counts]
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
+
+def summarize_solve(run_dir: Path, seconds: float, solved: int, status: str) -> SolveSummary:
+    run_dir = Path(run_dir)
+    options = dict(read_manifest(run_dir).get("solve") or {})
+    parts = str(run_dir / GAMES / "*.parquet")
+    if any((run_dir / GAMES).glob("*.parquet")):
+        lf = pl.scan_parquet(parts).select("outcome", "score", "proven_best", "nodes", "seconds", "score_bound")
+        counts = dict(lf.group_by("outcome").len().collect().iter_rows())
+        scores = (lf.filter(pl.col("outcome") == "won").group_by("score")
+                  .agg(pl.len().alias("k"), pl.col("proven_best").sum().alias("p")).sort("score").collect())
+        stats = lf.select(
+            pl.col("seconds").median().alias("s50"), pl.col("seconds").quantile(0.99, "higher").alias("s99"),
+            pl.col("nodes").median().alias("n50"), pl.col("nodes").quantile(0.99, "higher").alias("n99"),
+            pl.col("score").mean().alias("mean"),
+            pl.col("score").filter(pl.col("proven_best")).mean().alias("mean_proven"),
+            pl.col("score_bound").filter(pl.col("outcome") == "won").mean().alias("mean_bound"),
+        ).collect().row(0, named=True)
+    else:
+        counts, scores, stats = {}, None, {}
+    won, lost, unresolved = (int(counts.get(o, 0)) for o in OUTCOMES)
+    deals = won + lost + unresolved
+    low = wilson(won, deals)[0] if deals else math.nan
+    high = wilson(won + unresolved, deals)[1] if deals else math.nan
+    score_counts = tuple((int(s), int(k), int(p)) for s, k, p in scores.iter_rows()) if scores is not None else ()
+    return SolveSummary(
+        path=run_dir, deals=deals, won=won, lost=lost, unresolved=unresolved, winnable_low=low, winnable_high=high,
+        proven=sum(p for _, _, p in score_counts), score_counts=score_counts, mean_score=stats.get("mean"),
+        mean_proven=stats.get("mean_proven"), mean_bound=stats.get("mean_bound"), median_seconds=stats.get("s50"), p99_seconds=stats.get("s99"),
+        median_nodes=stats.get("n50"), p99_nodes=stats.get("n99"), seconds=seconds,
+        deals_per_s=solved / seconds if seconds > 0 else math.nan, status=status, options=options,
+    )
+
+
+# --- the job -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SolveConfig:
+    """Everything that decides a solve run's rows."""
+
+    n: int | None = None
+    """Number of deals (with `deals`, None solves every deck of the file)."""
+    seed: int = 0
+    """Seed of the deals: deal i is the deck `sim run` deals for game i."""
+    rules: Rules = field(default_factory=Rules)
+    """Rule options."""
+    first_win: bool = False
+    """Stop at the first win (winnability only); otherwise search for the best score."""
+    node_limit: int | None = None
+    """Search nodes per deal (reproducible)."""
+    time_limit: float | None = None
+    """Seconds per deal (makes outcomes depend on the machine)."""
+    deals: str | None = None
+    """Deal file (Parquet or JSON lines) instead of seeded deals; deal i is row i."""
+    deals_sha256: str | None = None
+    """Digest of the deal file (filled in when the run starts, checked on resume)."""
+    record_deals: bool = False
+    """Store each deal's deck in a `deck` column."""
+
+    def options(self) -> dict:
+        """The solver options, as the manifest's "solve" records them."""
+        return {"first_win": bool(self.first_win), "node_limit": self.node_limit, "time_limit": self.time_limit}
+
+
+def _warm(config: SolveConfig, from_file: bool) -> None:
+    warm_up("greedy", seeded=not from_file, decks=from_file)
+    warm_up_solver()
+
+
+def _payload(config: SolveConfig) -> dict:
+    return {"seed": config.seed, "rules": config.rules.as_dict(), "record_deals": config.record_deals,
+            "solve": config.options()}
+
+
+def _settings(config: SolveConfig) -> dict:
+    return {"solve": config.options(), "policy": "solver", "policy_args": {}, **runner.deal_fields(config)}
+
+
+def config_from_manifest(m: dict) -> SolveConfig:
+    """The SolveConfig a manifest records."""
+    opts = m.get("solve") or {}
+    return SolveConfig(n=m["n"], seed=m["seed"], rules=Rules(**m["rules"]), first_win=bool(opts.get("first_win")),
+                       node_limit=opts.get("node_limit"), time_limit=opts.get("time_limit"), deals=m.get("deals"),
+                       deals_sha256=m.get("deals_sha256"), record_deals=m.get("record_deals", False))
+
+
+def default_out(config: SolveConfig) -> Path:
+    """results/solve-seed<S>-n<N>, plus -first-win and any non-default rules."""
+    name = (f"solve-seed{config.seed}-n{config.n}" if config.deals is None
+            else f"solve-deals-{Path(config.deals).stem}-n{config.n}")
+    if config.first_win:
+        name += "-first-win"
+    return Path("results") / (name + runner.rules_suffix(config.rules))
+
+
+def default_chunk_size(n: int, workers: int) -> int:
+    """Solving a deal takes from microseconds to the time limit: small chunks keep workers balanced."""
+    return max(1, min(SOLVE_CHUNK, math.ceil(n / (32 * max(1, workers)))))
+
+
+SOLVE = Job(kind="solve", command="solve", unit="deal", work=solve_chunk, frame=solve_frame,
+            summarize=summarize_solve, warm=_warm, payload=_payload, settings=_settings,
+            from_manifest=config_from_manifest, default_out=default_out, default_chunk_size=default_chunk_size)
+"""`sim solve` as a job of sim.jobs.runner."""
+
+
+def solve_run(config: SolveConfig, *, out: str | Path | None = None, force: bool = False, workers: int | None = None,
+              chunk_size: int | None = None, executor: str = "local", scheduler: str | None = None,
+              progress: bool = False, command: str | None = None) -> SolveSummary:
+    """Solve the deals `config` describes in worker processes and write them under `out`.
+
+    The execution options are `sim.jobs.play.run`'s. Raises UsageError for
+    bad settings, RunError when it cannot finish, Interrupted on
+    Ctrl-C/SIGTERM (both resumable with `sim.resume`).
+    """
+    if not isinstance(config, SolveConfig):
+        raise TypeError(f"solve_run() takes a SolveConfig, not {type(config).__name__}")
+    if config.node_limit is not None and (isinstance(config.node_limit, bool) or int(config.node_limit) < 1):
+        raise UsageError(f"node_limit must be a positive whole number, not {config.node_limit!r}", "node_limit")
+    t = config.time_limit
+    if t is not None and not (isinstance(t, (int, float)) and math.isfinite(t) and t > 0):
+        raise UsageError(f"time_limit must be a positive number of seconds, not {t!r}", "time_limit")
+    return runner.start(SOLVE, config, out=out, force=force, workers=workers, chunk_size=chunk_size,
+                        executor=executor, scheduler=scheduler, progress=progress, command=command)

@@ -1,0 +1,175 @@
+"""Play games with any policy: built-ins, compiled and plain-Python plugins, the oracle.
+
+`resolve` turns a ``--policy`` name and its ``--policy-arg`` values into a
+`PolicySpec`; the functions below route each kind to what plays it: the
+engine's compiled loops (built-ins and compiled plugins), the Python turn
+loop (plain-Python plugins), or the solver (the oracle).
+"""
+
+import numpy as np
+
+import policies
+from sim import kernels as K
+from sim.engine.cards import check_game, check_seed, deal, deal_range, validate_deck, validate_decks
+from sim.engine.loop import Loops, builtin_loops
+from sim.engine.results import GameColumns, GameResult, GameTrace, finish_columns, illegal_move_error, new_columns
+from sim.engine.rules import Rules
+from sim.players import oracle, plugins
+from sim.players.plugins import PolicySpec
+
+
+def resolve(policy: str | PolicySpec, policy_args=None) -> PolicySpec:
+    """Turn a --policy value into a PolicySpec, checking that it loads; ValueError when it does not."""
+    if isinstance(policy, PolicySpec):
+        return policy
+    items = tuple((str(k), str(v)) for k, v in (policy_args or {}).items())
+    if policy == "oracle":  # sees the stock: played by the solver
+        oracle.oracle_options(dict(items))
+        return PolicySpec(policy, "oracle", items)
+    if policy in policies.BUILTIN:
+        spec = PolicySpec(policy, "builtin", items)
+        spec.params()  # validates the arguments
+        return spec
+    return plugins.resolve_plugin(policy, items)
+
+
+def describe() -> list[tuple[str, str, str]]:
+    """(name, description, parameters) of every available policy, for `sim policies`."""
+    rows = []
+    for name in policies.BUILTIN:
+        info = policies.get(name)
+        params = ", ".join(f"{p.name}={p.default}" for p in info.params) or "-"
+        rows.append((info.name, info.description, params))
+    rows.append(oracle.ORACLE_ROW)
+    for name, target in sorted(plugins.entry_point_policies().items()):
+        rows.append((name, f"plugin {target}", "see its documentation"))
+    return rows
+
+
+def _rules(rules: Rules | None) -> Rules:
+    if rules is None:
+        return Rules()
+    if not isinstance(rules, Rules):
+        raise TypeError(f"rules must be a sim.Rules, not {type(rules).__name__}")
+    return rules
+
+
+def _loops(spec: PolicySpec) -> Loops | None:
+    """The compiled loops that play `spec`, or None when it is not compiled."""
+    if spec.kind == "builtin":
+        return builtin_loops(policies.BUILTIN[spec.name])
+    if spec.kind == "compiled":
+        return plugins.compiled_loops(spec)
+    return None
+
+
+def trace(deck, policy: str | PolicySpec = "greedy", rules: Rules | None = None, seed: int = 0, game: int = 0,
+          policy_args=None) -> GameTrace:
+    """Play one game and keep every turn (cells, checks fired) and the final position."""
+    cards = validate_deck(deck)
+    rules = _rules(rules)
+    seed, game = check_seed(seed), check_game(game)
+    spec = resolve(policy, policy_args)
+    if spec.kind == "oracle":
+        line = oracle.oracle_game(cards, rules, oracle.oracle_options(spec.arg_dict))
+        return line if line is not None else trace(cards, "greedy", rules, seed, game)
+    loops = _loops(spec)
+    if loops is None:
+        return plugins.trace_python(spec, cards, rules, seed, game)
+    state = np.empty(K.STATE_SIZE, np.int64)
+    moves = np.full(K.DECK_SIZE + 1, -1, np.int64)
+    fired = np.zeros(K.DECK_SIZE, np.int64)
+    rng = np.array([K.stream_start(np.uint64(seed), np.int64(game), K.STREAM_POLICY)], np.uint64)
+    code, played = loops.one_game(cards, spec.params(), rules.as_array(), rng, state, moves, fired)
+    if code == K.END_ILLEGAL_MOVE:
+        raise illegal_move_error(spec.name, int(moves[played]), seed, game, played + 1)
+    return GameTrace(int(code), int(played), tuple(moves[:played].tolist()), tuple(fired[:played].tolist()), state)
+
+
+def play(deck, policy: str | PolicySpec = "greedy", rules: Rules | None = None, seed: int = 0, game: int = 0,
+         policy_args=None) -> GameResult:
+    """Play one game from a given deck of 40 ranks (four of each of 1..10).
+
+    `seed` and `game` key the policy's random stream, so `play(deal(S, i), P,
+    seed=S, game=i)` is exactly game i of a run with seed S. `policy` is a
+    built-in name or a plugin (see sim.players.plugins); `policy_args` its parameters.
+    """
+    return trace(deck, policy, rules, seed, game, policy_args).result()
+
+
+def _play(spec: PolicySpec, decks: np.ndarray, seed: int, first_game: int, rules: Rules, cols: dict) -> None:
+    """Fill the columns with the games of `decks` (row i is game first_game + i)."""
+    loops = _loops(spec)
+    if loops is not None:
+        loops.deck_batch(decks, np.uint64(seed), np.int64(first_game), spec.params(), rules.as_array(),
+                         cols["end"], cols["cards_played"], cols["face_down"], cols["piles"], cols["score"],
+                         cols["illegal"])
+    elif spec.kind == "oracle":
+        _play(resolve("greedy"), decks, seed, first_game, rules, cols)
+        oracle.oracle_rows(decks, rules, oracle.oracle_options(spec.arg_dict), cols)
+    else:
+        plugins.play_python(spec, decks, seed, first_game, rules, cols)
+
+
+def play_range(seed: int, start: int, stop: int, policy: str | PolicySpec = "greedy", rules: Rules | None = None,
+               record_deals: bool = False, policy_args=None, params=None) -> GameColumns:
+    """Deal and play games start..stop-1 of `seed`.
+
+    `params` gives a built-in policy's parameter array directly (sim tune uses it).
+    """
+    seed = check_seed(seed)
+    if not 0 <= start <= stop or stop > 2**63:
+        raise ValueError(f"need 0 <= start <= stop <= 2**63, got start={start}, stop={stop}")
+    rules = _rules(rules)
+    spec = resolve(policy, policy_args)
+    n = stop - start
+    cols = new_columns(n)
+    games = np.arange(start, stop, dtype=np.uint64)
+    if spec.kind == "builtin":  # dealt inside the compiled loop: no deck array unless recorded
+        decks = np.empty((n if record_deals else 1, K.DECK_SIZE), np.uint8)
+        p = spec.params() if params is None else np.ascontiguousarray(params, dtype=np.float64)
+        _loops(spec).seeded_batch(np.uint64(seed), np.int64(start), n, p, rules.as_array(), record_deals, decks,
+                                  cols["end"], cols["cards_played"], cols["face_down"], cols["piles"],
+                                  cols["score"], cols["illegal"])
+        return finish_columns(cols, games, decks if record_deals else None, spec.name, seed)
+    decks = deal_range(seed, start, stop)
+    _play(spec, decks, seed, start, rules, cols)
+    return finish_columns(cols, games, decks if record_deals else None, spec.name, seed)
+
+
+def play_decks(decks, policy: str | PolicySpec = "greedy", rules: Rules | None = None, seed: int = 0,
+               first_game: int = 0, record_deals: bool = False, policy_args=None) -> GameColumns:
+    """Play an (n, 40) array of given decks; row i is game first_game + i."""
+    seed = check_seed(seed)
+    decks = validate_decks(decks)
+    rules = _rules(rules)
+    spec = resolve(policy, policy_args)
+    n = decks.shape[0]
+    cols = new_columns(n)
+    _play(spec, decks, seed, first_game, rules, cols)
+    games = np.arange(first_game, first_game + n, dtype=np.uint64)
+    return finish_columns(cols, games, decks if record_deals else None, spec.name, seed)
+
+
+def warm_up(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded: bool = True, decks: bool = False,
+            replay: bool = False) -> None:
+    """Compile (or load from numba's cache) what playing `policy` needs, and nothing more.
+
+    Call it in the main process before starting workers, so workers never
+    compile and never race on the cache files (forked workers inherit the
+    compiled code). `seeded`, `decks` and `replay` pick the entry points:
+    `play_range`, `play_decks` and `trace`.
+    """
+    spec = resolve(policy, policy_args)
+    deck = np.array([deal(0, 0)], np.uint8)
+    if spec.kind == "python":
+        return  # plain Python: nothing to compile but the deal and the kernels, loaded above
+    if spec.kind == "oracle":
+        oracle.warm_up_solver()
+        spec = resolve("greedy")  # the oracle's fallback
+    if seeded:
+        play_range(0, 0, 1, spec)
+    if decks:
+        play_decks(deck, spec)
+    if replay:
+        trace(deck[0], spec)

@@ -1,0 +1,78 @@
+"""The `oracle` policy: the solver playing a game. It SEES THE STOCK, unlike every other policy.
+
+It plays the best winning line the solver (`sim.solver`) finds within
+``--policy-arg nodes=N`` search nodes per deal (default 100,000;
+reproducible, no time limit); when the solver finds no win there, it plays
+greedy's game. Its game rows are what replaying those lines through the
+engine's turn loop gives.
+"""
+
+import numpy as np
+
+from sim import kernels as K
+from sim.engine.cards import deal
+from sim.engine.loop import play_line
+from sim.engine.results import GameTrace
+from sim.engine.rules import Rules
+from sim.solver.solver import Solver, shared_solver
+
+ORACLE_NODES = 100_000
+"""The oracle's default node limit per deal."""
+ORACLE_ROW = ("oracle", "SEES THE STOCK: the best winning line the solver (sim solve) finds in `nodes` nodes, "
+              "else greedy's game.", f"nodes={ORACLE_NODES}")
+"""The oracle's line in `sim policies`."""
+
+
+def oracle_options(policy_args: dict | None) -> int:
+    """The oracle's node limit from its --policy-arg values (ValueError when bad)."""
+    args = dict(policy_args or {})
+    unknown = set(args) - {"nodes"}
+    if unknown:
+        raise ValueError(f"policy 'oracle' has no parameter {', '.join(sorted(unknown))}; it takes: nodes")
+    text = str(args.get("nodes", ORACLE_NODES))
+    try:
+        nodes = int(float(text.replace("_", "")))
+    except ValueError:
+        nodes = 0
+    if not 1 <= nodes <= 10**12:
+        raise ValueError(f"policy 'oracle': nodes={text!r} is not a positive integer")
+    return nodes
+
+
+def oracle_game(deck: np.ndarray, rules: Rules, nodes: int, solver: Solver | None = None) -> GameTrace | None:
+    """The solver's best line for a checked deck, replayed through the engine; None when it found no win."""
+    solver = solver or shared_solver()
+    result = solver.solve(deck, rules, node_limit=nodes)
+    if result.outcome != "won":
+        return None
+    moves = np.array(result.moves, np.int64)
+    state = np.empty(K.STATE_SIZE, np.int64)
+    fired = np.zeros(K.DECK_SIZE, np.int64)
+    code, played = play_line(deck.astype(np.int64), moves, len(moves), rules.as_array(), state, fired)
+    if code != K.END_WIN or K.DECK_SIZE - played != result.score:  # never: the tests replay every line
+        raise RuntimeError(f"the solver's line does not replay to its win: {result}")
+    return GameTrace(int(code), int(played), tuple(result.moves), tuple(fired[:played].tolist()), state)
+
+
+def oracle_rows(decks: np.ndarray, rules: Rules, nodes: int, cols: dict) -> None:
+    """Overwrite the rows of a batch (greedy's games) where the solver finds a win for the deck."""
+    solver = shared_solver()
+    for i, deck in enumerate(decks):
+        g = oracle_game(deck, rules, nodes, solver)
+        if g is None:
+            continue  # greedy's game stands
+        cols["won"][i] = True
+        cols["score"][i] = K.DECK_SIZE - g.cards_played
+        cols["cards_played"][i] = g.cards_played
+        cols["face_down"][i] = g.state[K.FACE_DOWN_COUNT]
+        cols["piles"][i] = g.state[K.PILES]
+        cols["end"][i] = g.end
+
+
+def warm_up_solver() -> None:
+    """Compile (or load from numba's cache) the solver, with a small table, before workers start."""
+    small = Solver(tt_bits=8)
+    deck = np.array(deal(0, 0), np.uint8)
+    small.solve(deck, Rules(), node_limit=2_000)
+    play_line(deck.astype(np.int64), np.full(K.DECK_SIZE, K.CENTRE, np.int64), 1, Rules().as_array(),
+              np.empty(K.STATE_SIZE, np.int64), np.zeros(K.DECK_SIZE, np.int64))

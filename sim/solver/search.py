@@ -1,0 +1,445 @@
+"""The compiled search of `sim.solver`: canonical keys, the transposition table, pruning, the depth-first search.
+
+The design, and why each pruning rule loses no win, is in docs/solver.md.
+One search looks for a win before turn L, depth first, with its whole
+stack in arrays (`search_init`, then `search_run` in slices of nodes), so
+the Python side (`sim.solver.solver`) can interleave several searches and
+check the clock between slices. Placements are made by the engine's own
+kernels, and greedy's opening game runs the engine's turn loop.
+"""
+import numpy as np
+from numba import njit
+
+import policies.greedy
+from sim import kernels as K
+
+OUTCOMES = ("won", "lost", "unresolved")
+
+# Status of the compiled search (CTL_STATUS).
+RUNNING = 0
+DONE = 1  # searched everything under the bound: the best win is proven, or there is none
+STOPPED_AT_WIN = 2  # first_win: stopped at the first win
+
+# Control array layout.
+CTL_STATUS = 0
+CTL_DEPTH = 1
+CTL_NODES = 2
+CTL_LIMIT = 3  # L: looking for a win before this turn
+CTL_BEST = 4  # turn of the best win found, 0 for none
+CTL_USE_TT = 5
+CTL_USE_SYM = 6
+CTL_STAMP = 7
+CTL_FLOOR = 8  # no win is possible before this turn (grid * grid)
+CTL_TT_HITS = 9
+CTL_TT_STORES = 10
+CTL_ORDER = 11  # move ordering: ORDER_GREEDY or ORDER_NEW_PILE
+CTL_TT_DEPTH = 12  # positions after more cards than this skip the table
+CTL_STOP_AT_WIN = 13  # stop at the first win (else: branch and bound)
+CTL_SIZE = 14
+
+ORDER_GREEDY = 0  # greedy's key: fewest face-down after, then a new pile, then the lowest cell
+ORDER_NEW_PILE = 1  # a new pile first, then fewest face-down after, then the lowest cell
+
+MAX_DEPTH = K.DECK_SIZE + 1
+MAX_MOVES = K.CELLS
+SCRATCH = MAX_MOVES + 18  # search_run's work space: move keys, union-find parents and parities
+KEY_WORDS = 3
+FRAME = 4  # the canonical frame: 4 x 4 cells, whatever the grid option
+TT_DEPTH = 8
+"""Positions with no slack (every card to come must open a pile) use the table only up to this turn:
+deeper, such a position is reached by one path only (up to symmetry), so the table would never hit."""
+
+
+# --- canonical key -----------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _cell_code(state, cell):
+    """8 bits: 0 for an empty cell, else 1 + (rank-1)*16 + face_down*8 + (height-1)."""
+    h = state[K.HEIGHT + cell]
+    if h == 0:
+        return np.uint64(0)
+    down = (state[K.FACE_DOWN] >> cell) & 1
+    return np.uint64(1 + (state[K.TOP + cell] - 1) * 16 + down * 8 + (h - 1))
+
+
+def _symmetry_tables():
+    """SYM_SRC[s, h, w, i]: for symmetry s of an h x w box, the box cell (index r*4+c) that lands
+    on frame cell i = a*4+b, or 16 (an always-empty slot) when frame cell i is outside the image."""
+    src = np.full((8, FRAME + 1, FRAME + 1, FRAME * FRAME), FRAME * FRAME, np.int64)
+    for h in range(1, FRAME + 1):
+        for w in range(1, FRAME + 1):
+            for s in range(8):
+                hh, ww = (h, w) if s < 4 else (w, h)
+                for a in range(hh):
+                    for b in range(ww):
+                        i, j = [(a, b), (a, w - 1 - b), (h - 1 - a, b), (h - 1 - a, w - 1 - b),
+                                (b, a), (h - 1 - b, a), (b, w - 1 - a), (h - 1 - b, w - 1 - a)][s]
+                        src[s, h, w, a * FRAME + b] = i * FRAME + j
+    return src
+
+
+SYM_SRC = _symmetry_tables()
+
+
+@njit(cache=True, inline="always")
+def position_key(state, use_sym, codes, out):
+    """Canonical key of the table (3 uint64 words) into `out`.
+
+    With `use_sym`, the occupied cells' bounding box is moved to the corner
+    of a 4x4 frame and the smallest encoding over the 8 symmetries of the
+    square is kept; word 2 is 0. Without it, only the identity is encoded
+    and word 2 holds the box's corner cell, so the key is the exact table.
+    `codes` is scratch space of 17 entries.
+    """
+    r0 = state[K.MIN_ROW]
+    c0 = state[K.MIN_COL]
+    h = state[K.MAX_ROW] - r0 + 1
+    w = state[K.MAX_COL] - c0 + 1
+    codes[:] = 0
+    for i in range(h):
+        for j in range(w):
+            codes[i * FRAME + j] = _cell_code(state, (r0 + i) * K.SIDE + c0 + j)
+    best0 = np.uint64(0)
+    best1 = np.uint64(0)
+    nsym = 8 if use_sym else 1
+    for s in range(nsym):
+        src = SYM_SRC[s, h, w]
+        k0 = np.uint64(0)
+        for i in range(8):
+            k0 |= codes[src[i]] << np.uint64(8 * i)
+        if s > 0 and k0 > best0:
+            continue  # the first word already decides
+        k1 = np.uint64(0)
+        for i in range(8):
+            k1 |= codes[src[8 + i]] << np.uint64(8 * i)
+        if s == 0 or k0 < best0 or k1 < best1:
+            best0 = k0
+            best1 = k1
+    out[0] = best0
+    out[1] = best1
+    out[2] = np.uint64(0) if use_sym else np.uint64(r0 * K.SIDE + c0 + 1)
+
+
+@njit(cache=True, inline="always")
+def _slot(k0, k1, k2, mask):
+    return np.int64(K.mix64(k0 ^ K.mix64(k1 ^ K.mix64(k2))) & np.uint64(mask)) & ~np.int64(1)
+
+
+@njit(cache=True, inline="always")
+def _tt_probe(tt_keys, tt_info, key, stamp, limit):
+    """True when the table proves: no win before `limit` from this position.
+
+    An entry's info packs (stamp << 16) | (limit << 8) | turn.
+    """
+    mask = tt_keys.shape[0] - 1
+    i = _slot(key[0], key[1], key[2], mask)
+    for s in range(2):
+        e = i + s
+        if ((tt_info[e] >> 16) == stamp and tt_keys[e, 0] == key[0] and tt_keys[e, 1] == key[1]
+                and tt_keys[e, 2] == key[2]):
+            return ((tt_info[e] >> 8) & 255) >= limit
+    return False
+
+
+@njit(cache=True, inline="always")
+def _tt_store(tt_keys, tt_info, key, stamp, limit, turn):
+    """Record "no win before `limit`" for this position (keeps the entry nearer the root)."""
+    mask = tt_keys.shape[0] - 1
+    i = _slot(key[0], key[1], key[2], mask)
+    e = -1
+    for s in range(2):
+        x = i + s
+        if (tt_info[x] >> 16) == stamp and tt_keys[x, 0] == key[0] and tt_keys[x, 1] == key[1] \
+                and tt_keys[x, 2] == key[2]:
+            e = x
+            break
+    if e < 0:
+        if (tt_info[i] >> 16) != stamp:
+            e = i
+        elif (tt_info[i + 1] >> 16) != stamp:
+            e = i + 1
+        elif (tt_info[i] & 255) >= (tt_info[i + 1] & 255):
+            e = i  # replace the entry farther from the root (cheaper to search again)
+        else:
+            e = i + 1
+    tt_keys[e, 0] = key[0]
+    tt_keys[e, 1] = key[1]
+    tt_keys[e, 2] = key[2]
+    tt_info[e] = (stamp << 16) | (limit << 8) | turn
+
+
+# --- the search ----------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _find(parent, parity, x):
+    """Union-find root of x and x's parity relative to it (path halving not needed: 9 nodes)."""
+    p = 0
+    while parent[x] != x:
+        p ^= parity[x]
+        x = parent[x]
+    return x, p
+
+
+@njit(cache=True, inline="always")
+def _consistent(state, r0, c0, closed, skip, parent, parity):
+    """Do the line-parity equations of rule 2b have a solution?
+
+    Nodes 0..3 are the box's rows, 4..7 its columns, 8 is "F = 0"; bit i of
+    `closed` ties line i to node 8. The top card on `skip` (-1: none) has no
+    equation (it gets covered).
+    """
+    zero = 8
+    for i in range(9):
+        parent[i] = zero if (closed >> i) & 1 else i
+        parity[i] = 0
+    down = state[K.FACE_DOWN]
+    m = state[K.OCCUPIED]
+    while m:
+        cell = K.lowest_cell(m)
+        m &= m - 1
+        if cell == skip:
+            continue
+        a, pa = _find(parent, parity, K.ROW_OF[cell] - r0)
+        b, pb = _find(parent, parity, 4 + K.COL_OF[cell] - c0)
+        want = (down >> cell) & 1
+        if a == b:
+            if pa ^ pb != want:
+                return False
+        elif a == zero:
+            parent[b] = a
+            parity[b] = pa ^ pb ^ want
+        else:
+            parent[a] = b
+            parity[a] = pa ^ pb ^ want
+    return True
+
+
+@njit(cache=True, inline="always")
+def _stacks_needed(state, rules, most, parent, parity):
+    """A lower bound (up to `most`, at most 2) on the cards that must go on occupied cells
+    before a win (pruning rule 2b).
+
+    Let F(line) be the parity of the number of future placements in a row
+    (column) whose row (column) check fires. Every such placement turns over
+    every card then in that line, so a top card that is never covered ends
+    face up only if F(its row) + F(its column) = 1 when it is face down now,
+    0 when face up (mod 2). A line can get no new pile when the occupied
+    cells already span `grid` columns (for a row) or `grid` rows (for a
+    column) and the line has no empty cell inside that span; with no card on
+    an occupied cell, such a line has F = 0. So if these equations (one per
+    top card) have no solution, at least one card must go on an occupied
+    cell. One such card, on cell x, removes x's equation (x is covered) and
+    frees F of x's row and column, and nothing else: if no x makes the rest
+    solvable, at least two are needed. The check is a union-find with
+    parities over the 4 + 4 lines of the box and a node for "F = 0".
+    """
+    if most <= 0 or most > 2 or state[K.FACE_DOWN_COUNT] == 0:
+        return 0  # cannot decide anything, or F = 0 everywhere solves it
+    grid = rules[K.RULE_GRID]
+    r0 = state[K.MIN_ROW]
+    r1 = state[K.MAX_ROW]
+    c0 = state[K.MIN_COL]
+    c1 = state[K.MAX_COL]
+    rows_fixed = c1 - c0 + 1 >= grid  # the column span is final: rows can only fill their empty cells
+    cols_fixed = r1 - r0 + 1 >= grid
+    if not rows_fixed and not cols_fixed:
+        return 0  # every line can still open a pile: every F is free
+    occupied = state[K.OCCUPIED]
+    box = K.BAND_ROWS[r0 * K.SIDE + r1] & K.BAND_COLS[c0 * K.SIDE + c1]
+    empty = box & ~occupied
+    closed = 0
+    if rows_fixed:
+        for r in range(r0, r1 + 1):
+            if K.ROW_MASK[r] & empty == 0:
+                closed |= 1 << (r - r0)
+    if cols_fixed:
+        for c in range(c0, c1 + 1):
+            if K.COL_MASK[c] & empty == 0:
+                closed |= 1 << (4 + c - c0)
+    if _consistent(state, r0, c0, closed, -1, parent, parity):
+        return 0
+    if most == 1:
+        return 1
+    m = occupied & ~state[K.FULL]
+    while m:
+        x = K.lowest_cell(m)
+        m &= m - 1
+        free = (1 << (K.ROW_OF[x] - r0)) | (1 << (4 + K.COL_OF[x] - c0))
+        if _consistent(state, r0, c0, closed & ~free, x, parent, parity):
+            return 1
+    return 2
+
+
+@njit(cache=True, inline="always")
+def _need(state, rules, target, slack, parent, parity):
+    """Cards still needed at the least before a win is possible (pruning rule 2).
+
+    `slack` is how many cards beyond one per missing pile the caller can
+    afford; the bound is only refined as far as that decides anything.
+    """
+    p = state[K.PILES]
+    if p < target:
+        return target - p + _stacks_needed(state, rules, slack + 1, parent, parity)
+    return 1 if state[K.FACE_DOWN_COUNT] > 0 else 0
+
+
+@njit(cache=True, inline="always")
+def _gen_moves(state, rules, card, turn, limit, target, order, moves, d, keys):
+    """Sorted moves for placing `card` at turn `turn` (rules 1 and 2 applied); returns how many."""
+    legal = K.legal_cells(state, rules)
+    max_fd = rules[K.RULE_MAX_FACE_DOWN]
+    occupied = state[K.OCCUPIED]
+    p = state[K.PILES]
+    if p < target and turn + 1 + target - p >= limit:
+        legal &= ~occupied  # rule 2: only new piles can still win before the limit
+    n = 0
+    m = legal
+    while m:
+        cell = K.lowest_cell(m)
+        m &= m - 1
+        new = 1 - ((occupied >> cell) & 1)
+        pa = p + new
+        if pa < target and turn + 1 + target - pa >= limit:
+            continue  # rule 2: no win before the limit
+        fd = K.face_down_after(state, cell, card)
+        if fd > max_fd:
+            continue  # rule 1: loses at once
+        if pa == target and fd > 0 and turn + 2 >= limit:
+            continue  # rule 2: a full grid with a face-down card needs another card
+        if order == ORDER_GREEDY:
+            key = fd * 128 + (1 - new) * 64 + cell
+        else:
+            key = (1 - new) * 4096 + fd * 128 + cell
+        # insertion sort: lists are short
+        j = n
+        while j > 0 and keys[j - 1] > key:
+            keys[j] = keys[j - 1]
+            moves[d, j] = moves[d, j - 1]
+            j -= 1
+        keys[j] = key
+        moves[d, j] = cell
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def search_init(deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp,
+                ctl, states, moves, nmoves, nexts, line):
+    """Set up a search of `deck` for a win before turn `limit` (root: the empty table, turn 0)."""
+    ctl[:] = 0
+    grid = rules[K.RULE_GRID]
+    ctl[CTL_LIMIT] = limit
+    ctl[CTL_ORDER] = order
+    ctl[CTL_STOP_AT_WIN] = stop_at_win
+    ctl[CTL_TT_DEPTH] = TT_DEPTH
+    ctl[CTL_USE_TT] = use_tt
+    ctl[CTL_USE_SYM] = use_sym
+    ctl[CTL_STAMP] = stamp
+    ctl[CTL_FLOOR] = grid * grid
+    K.reset(states[0])
+    keys = np.empty(MAX_MOVES, np.int64)
+    nmoves[0] = _gen_moves(states[0], rules, deck[0], 0, limit, grid * grid, order, moves, 0, keys)
+    nexts[0] = 0
+    ctl[CTL_DEPTH] = 0
+    line[:] = -1
+    if nmoves[0] == 0:
+        ctl[CTL_STATUS] = DONE
+
+
+@njit(cache=True)
+def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, best_line,
+               node_keys, tabled, tt_keys, tt_info, scratch, codes):
+    """Run the depth-first search until it ends or `ctl[CTL_NODES]` reaches `budget`.
+
+    Everything the search needs to go on is in the arrays, so calling again
+    with a larger budget continues exactly where it stopped. A win before
+    the limit is copied to `best_line`; then the search stops
+    (`CTL_STOP_AT_WIN`), or the limit becomes the win's turn and the search
+    goes on for a better one (branch and bound). `scratch` (int64, SCRATCH
+    entries) and `codes` (uint64, 17) are work space.
+    """
+    # Uncounted views: the caller owns every array for the whole call (see K.borrowed).
+    deck, rules, ctl, states, moves = K.borrowed(deck), K.borrowed(rules), K.borrowed(ctl), K.borrowed(states), \
+        K.borrowed(moves)
+    nmoves, nexts, line, best_line = K.borrowed(nmoves), K.borrowed(nexts), K.borrowed(line), K.borrowed(best_line)
+    node_keys, tabled, tt_keys, tt_info = K.borrowed(node_keys), K.borrowed(tabled), K.borrowed(tt_keys), \
+        K.borrowed(tt_info)
+    scratch, codes = K.borrowed(scratch), K.borrowed(codes)
+    keys = scratch[:MAX_MOVES]
+    uf_parent = scratch[MAX_MOVES:MAX_MOVES + 9]
+    uf_parity = scratch[MAX_MOVES + 9:MAX_MOVES + 18]
+    target = ctl[CTL_FLOOR]
+    use_tt = ctl[CTL_USE_TT]
+    use_sym = ctl[CTL_USE_SYM]
+    stamp = ctl[CTL_STAMP]
+    order = ctl[CTL_ORDER]
+    stop_at_win = ctl[CTL_STOP_AT_WIN]
+    tt_depth = ctl[CTL_TT_DEPTH]
+    d = ctl[CTL_DEPTH]
+    nodes = ctl[CTL_NODES]
+    limit = ctl[CTL_LIMIT]
+    while ctl[CTL_STATUS] == RUNNING:
+        if nodes >= budget:
+            break
+        if nexts[d] >= nmoves[d]:
+            # Finished: no win before `limit` from this position (rule 3). The limit
+            # may have dropped while it was searched; the fact holds for the current one.
+            if d > 0 and tabled[d]:
+                _tt_store(tt_keys, tt_info, node_keys[d], stamp, limit, d)
+                ctl[CTL_TT_STORES] += 1
+            if d == 0:
+                ctl[CTL_STATUS] = DONE
+                break
+            d -= 1
+            continue
+        cell = moves[d, nexts[d]]
+        nexts[d] += 1
+        child = states[d + 1]
+        parent = states[d]
+        for i in range(K.STATE_SIZE):
+            child[i] = parent[i]
+        card = deck[d]
+        K.draw(child, card)
+        K.place(child, rules, cell, card)
+        nodes += 1
+        line[d] = cell
+        t = d + 1
+        if child[K.PILES] == target and child[K.FACE_DOWN_COUNT] == 0:
+            if t < limit:
+                best_line[:] = -1
+                best_line[:t] = line[:t]
+                ctl[CTL_BEST] = t
+                limit = t
+                if stop_at_win or limit <= target:
+                    ctl[CTL_STATUS] = STOPPED_AT_WIN
+                    break
+            continue
+        slack = limit - 1 - t - (target - child[K.PILES])
+        if t + _need(child, rules, target, slack, uf_parent, uf_parity) >= limit:
+            continue  # rule 2 (rule 1 was applied when the move was generated)
+        tt_here = use_tt and (t <= tt_depth or slack > 0)
+        tabled[t] = tt_here
+        if tt_here:
+            position_key(child, use_sym, codes, node_keys[t])
+            if _tt_probe(tt_keys, tt_info, node_keys[t], stamp, limit):
+                ctl[CTL_TT_HITS] += 1
+                continue  # rule 3
+        nmoves[t] = _gen_moves(child, rules, deck[t], t, limit, target, order, moves, t, keys)
+        nexts[t] = 0
+        d = t
+    ctl[CTL_DEPTH] = d
+    ctl[CTL_NODES] = nodes
+    ctl[CTL_LIMIT] = limit
+
+
+@njit(cache=True)
+def greedy_line(deck, rules, horizon, state, moves):
+    """Greedy's game on `deck`, the first `horizon` cards only: its winning turn (0 if it does not win)."""
+    K.reset(state)
+    rng = np.zeros(1, np.uint64)  # greedy draws nothing
+    params = np.empty(0, np.float64)  # and has no parameters
+    fired = np.empty(K.DECK_SIZE, np.int64)
+    end, played = K.play_turns(policies.greedy.choose, deck[:horizon], state, rules, params, rng, moves, fired)
+    return played if end == K.END_WIN else 0
