@@ -1,4 +1,4 @@
-"""A plain-Python policy plugin: greedy's rule, written against sim.plugins.Position.
+"""A plain-Python policy plugin: greedy's rule, written against sim.players.plugins.Position.
 
 Run it with:
 

@@ -31,6 +31,7 @@ KEY_CELL = 63
 
 @njit(cache=True, inline="always")
 def choose(state, rules, card, legal, rng, params):
+    """The legal cell leaving the fewest face-down tops (then a new pile, then the lowest cell); no params."""
     occupied = state[OCCUPIED]
     face_down = state[FACE_DOWN]
     above, same = ranks_above_and_equal(state, card)

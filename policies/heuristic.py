@@ -101,6 +101,7 @@ PARAMS = (WEIGHTS,)
 
 @njit(cache=True, inline="always")
 def nibble(rank):
+    """One face-up top of `rank` in the packed ROW_UPS/COL_UPS counts (its 4-bit field)."""
     return np.int64(1) << (RANK_SHIFT * rank)
 
 

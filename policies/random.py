@@ -13,4 +13,5 @@ PARAMS = ()
 
 @njit(cache=True, inline="always")
 def choose(state, rules, card, legal, rng, params):
+    """Any legal cell, equally likely; `params` is empty."""
     return nth_cell(legal, next_below(rng, popcount(legal)))

@@ -74,6 +74,7 @@ def shuffled_stock(state, key, sample, order):
 
 @njit(cache=True)
 def choose(state, rules, card, legal, rng, params):
+    """The cell whose playouts win most; heuristic's choice when only one cell is legal or the stock is empty."""
     key = next_u64(rng)  # one draw per turn, so orders depend only on (seed, game, turn)
     if popcount(legal) == 1 or state[STOCK_LEFT] == 0:
         return policies.heuristic.choose(state, rules, card, legal, rng, params[P_WEIGHTS:])

@@ -7,10 +7,14 @@ anything compiles (`sim.kernels` calls this on import), hash every source
 file of both packages, sub-packages included, and drop every cache file
 under them when the hash differs from the one recorded with them. A cache
 left by an older layout of the package (other files, other module names)
-has another hash, so it is dropped too, never loaded.
+has another hash, so it is dropped too, never loaded. numba writes its cache
+beside the sources (``__pycache__``) unless ``NUMBA_CACHE_DIR`` is set;
+then it uses one folder per source folder inside that directory
+(``<folder name>_<sha1 of its absolute path>``), which is cleaned instead.
 """
 
 import hashlib
+import os
 from pathlib import Path
 
 _PACKAGES = ("sim", "policies")
@@ -23,6 +27,7 @@ def _roots() -> list[Path]:
 
 
 def sources_digest() -> str:
+    """SHA-256 of every source file of sim/ and policies/, with its path: what the cache must match."""
     digest = hashlib.sha256()
     for root in _roots():
         for path in sorted(root.rglob("*.py")):
@@ -31,18 +36,30 @@ def sources_digest() -> str:
     return digest.hexdigest()
 
 
+def cache_dirs() -> list[Path]:
+    """Where numba keeps the cache of each source folder of both packages (the first is sim/'s)."""
+    folders = [d for root in _roots() for d in [root, *sorted(p for p in root.rglob("*") if p.is_dir())]
+               if d.name != "__pycache__" and any(d.glob("*.py"))]
+    user_dir = os.environ.get("NUMBA_CACHE_DIR")
+    if not user_dir:
+        return [d / "__pycache__" for d in folders]
+    # numba.core.caching.UserProvidedCacheLocator.get_suitable_cache_subpath
+    return [Path(user_dir) / f"{d.name}_{hashlib.sha1(str(d).encode()).hexdigest()}" for d in folders]
+
+
 def drop_stale_cache() -> None:
     """Delete numba cache files (*.nbi, *.nbc) left by other sources; never raises."""
     try:
         digest = sources_digest()
-        stamp = _roots()[0] / "__pycache__" / _STAMP
+        dirs = cache_dirs()
+        stamp = dirs[0] / _STAMP
         if stamp.exists() and stamp.read_text().strip() == digest:
             return
-        for root in _roots():
+        for folder in dirs:
             for pattern in ("*.nbi", "*.nbc"):
-                for path in root.rglob(f"__pycache__/{pattern}"):
+                for path in folder.glob(pattern):
                     path.unlink(missing_ok=True)
-        stamp.parent.mkdir(exist_ok=True)
+        stamp.parent.mkdir(parents=True, exist_ok=True)
         tmp = stamp.with_suffix(".tmp")
         tmp.write_text(digest + "\n")
         tmp.replace(stamp)

@@ -48,8 +48,7 @@ def library_errors(verbose: int = 0):
     PolicyError when work cannot finish, Interrupted on Ctrl-C/SIGTERM; this
     is the only place that turns them into exits.
     """
-    from sim.engine.results import PolicyError
-    from sim.jobs.runner import Interrupted, RunError, UsageError
+    from sim.errors import Interrupted, PolicyError, RunError, UsageError
 
     try:
         yield
@@ -66,6 +65,7 @@ def library_errors(verbose: int = 0):
 
 
 def parse_rules(items: list[str] | None):
+    """Rules from the --rule KEY=VALUE options; exits with a usage error when one is bad."""
     from sim.engine.rules import Rules
 
     values = {}
@@ -81,6 +81,7 @@ def parse_rules(items: list[str] | None):
 
 
 def parse_policy_args(items: list[str] | None) -> dict[str, str]:
+    """The --policy-arg KEY=VALUE options as a dict, values still strings (the policy parses them)."""
     args = {}
     for item in items or []:
         key, sep, value = item.partition("=")
@@ -91,6 +92,7 @@ def parse_policy_args(items: list[str] | None) -> dict[str, str]:
 
 
 def parse_deck(text: str) -> list[int]:
+    """The ranks of a --deck given as text (spaces or commas); exits unless it is a full 40-card deck."""
     from sim.engine.cards import validate_deck
 
     try:
@@ -124,28 +126,34 @@ VerboseOpt = Annotated[int, typer.Option("--verbose", "-v", count=True, help="Mo
 
 def _count(n: str | None) -> int | None:
     """-n as a whole number (1e6, 1_000_000), or None when not given."""
-    from sim.jobs.runner import parse_count
+    from sim.errors import parse_count
 
     with library_errors():
         return None if n is None else parse_count(n, "-n")
 
 
 def run_config(policy: str, n: str | None, seed: int, rule, deals: Path | None, record_deals: bool, policy_arg):
-    """The RunConfig the shared options of `run` describe."""
+    """The RunConfig the shared options of `run` describe (the options are checked before the library loads)."""
+    count, rules, args = _count(n), parse_rules(rule), parse_policy_args(policy_arg)
     from sim.jobs.play import RunConfig
 
-    return RunConfig(policy=policy, n=_count(n), seed=seed, rules=parse_rules(rule),
-                     policy_args=tuple(parse_policy_args(policy_arg).items()),
+    return RunConfig(policy=policy, n=count, seed=seed, rules=rules, policy_args=tuple(args.items()),
                      deals=None if deals is None else str(deals), record_deals=record_deals)
 
 
 def execution(workers: int | None, quiet: bool, **options) -> dict:
     """The keyword arguments of how a job runs, shared by run, solve, compare and sweep."""
-    from sim.jobs.runner import command_line
-
     if workers is not None and workers < 1:
         fail(f"--workers must be at least 1, not {workers}")
     return dict(workers=workers, progress=not quiet, command=command_line(), **options)
+
+
+def command_line() -> str:
+    """This process's command line, as a run's manifest records it."""
+    import shlex
+    import sys
+
+    return shlex.join(["sim", *sys.argv[1:]])
 
 
 @app.command()
@@ -240,11 +248,11 @@ def run(
                                  executor=executor if executor != "local" or scheduler else None,
                                  scheduler=scheduler)
         else:
-            from sim.jobs.play import run as run_games
-
             if n is None and deals is None:
                 fail("-n is required (e.g. -n 1e6), unless --deals gives the decks")
             config = run_config(policy, n, seed, rule, deals, record_deals, policy_arg)
+            from sim.jobs.play import run as run_games
+
             summary = run_games(config, out=out, force=force, chunk_size=chunk_size, executor=executor,
                                 scheduler=scheduler, **how)
     typer.echo(summary.text())
@@ -506,7 +514,7 @@ def solve(
     Example: sim solve -n 2000 --time-limit 10
     """
     from sim.jobs.logs import setup_logging
-    from sim.jobs.runner import UsageError, parse_count
+    from sim.errors import UsageError, parse_count
 
     setup_logging(verbose, quiet)
     how = execution(workers, quiet)
@@ -529,11 +537,12 @@ def solve(
                                  executor=executor if executor != "local" or scheduler else None,
                                  scheduler=scheduler)
         else:
-            from sim.jobs.solve import SolveConfig, solve_run
-
             if n is None and deals is None:
                 fail("-n is required (e.g. -n 2000), unless --deals gives the decks")
-            config = SolveConfig(n=_count(n), seed=seed, rules=parse_rules(rule), first_win=first_win,
+            count, rules = _count(n), parse_rules(rule)
+            from sim.jobs.solve import SolveConfig, solve_run
+
+            config = SolveConfig(n=count, seed=seed, rules=rules, first_win=first_win,
                                  node_limit=nodes, time_limit=time_limit,
                                  deals=None if deals is None else str(deals), record_deals=record_deals)
             summary = solve_run(config, out=out, force=force, chunk_size=chunk_size, executor=executor,

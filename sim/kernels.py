@@ -258,6 +258,7 @@ DEAL_ALGORITHM = "splitmix64-fisher-yates-v1"
 
 @njit(cache=True, inline="always")
 def mix64(z):
+    """SplitMix64's finaliser: scrambles a 64-bit counter into a random-looking output."""
     z = (z ^ (z >> _S30)) * _M1
     z = (z ^ (z >> _S27)) * _M2
     return z ^ (z >> _S31)

@@ -53,28 +53,41 @@ class RunInfo:
     """What a run's manifest says about it."""
 
     path: str
+    """The run directory, as given."""
     policy: str
+    """The policy that played the games."""
     n: int
+    """Number of games."""
     seed: int
+    """Seed of the deals and of the policy's random stream."""
     rules: dict
+    """Rule options, as the manifest stores them."""
     deal_algorithm: str
+    """How the decks were dealt ("file" for a deal file)."""
     deals: str | None
+    """The deal file, if the decks came from one."""
     deals_sha256: str | None
+    """Digest of the deal file."""
     status: str
+    """complete, incomplete, ..."""
     record_deals: bool
+    """Whether each game's deck is stored in a `deck` column."""
 
     @property
     def name(self) -> str:
+        """The run directory's name."""
         return Path(self.path).name
 
     @property
     def deal_source(self) -> str:
+        """Where the decks came from; runs pair only when this is the same."""
         if self.deal_algorithm == "file" or self.deals:
             return f"file sha256 {str(self.deals_sha256)[:12]}"
         return self.deal_algorithm
 
 
 def run_info(run_dir: str | Path) -> RunInfo:
+    """What the manifest of `run_dir` says about its run."""
     m = runner.read_manifest(Path(run_dir))
     return RunInfo(path=str(run_dir), policy=m.get("policy", "?"), n=int(m.get("n", 0)), seed=int(m.get("seed", 0)),
                    rules=dict(m.get("rules", {})), deal_algorithm=str(m.get("deal_algorithm")),
@@ -138,14 +151,23 @@ class Arm:
     """One run of a comparison, on the joined games."""
 
     label: str
+    """Short name of the run in the tables."""
     path: str
+    """The run directory."""
     policy: str
+    """The policy that played the games."""
     rules: dict
+    """Rule options."""
     games: int
+    """Joined games."""
     wins: int
+    """Games won."""
     win_rate: float
+    """wins / games."""
     win_rate_low: float
+    """Lower end of the 95% Wilson interval of the win rate."""
     win_rate_high: float
+    """Upper end of the 95% Wilson interval of the win rate."""
     mean_score: float | None
     """Of the games it won."""
 
@@ -155,10 +177,15 @@ class Pair:
     """Paired statistics of two runs A and B on the same games."""
 
     a: str
+    """Label of run A."""
     b: str
+    """Label of run B."""
     games: int
+    """Joined games."""
     wins_a: int
+    """Games A won."""
     wins_b: int
+    """Games B won."""
     both: int
     """Games both won."""
     a_only: int
@@ -168,32 +195,46 @@ class Pair:
     diff: float
     """pA - pB = (a_only - b_only) / games."""
     diff_low: float
+    """Lower end of the paired 95% interval of diff (Bonett-Price)."""
     diff_high: float
+    """Upper end of the paired 95% interval of diff."""
     p_value: float
     """McNemar's exact two-sided p-value."""
     score_diff: float | None
     """Mean of score A - score B over the games both won."""
     score_diff_low: float | None
+    """Lower end of its normal 95% interval (None with fewer than two games both won)."""
     score_diff_high: float | None
+    """Upper end of its normal 95% interval."""
 
 
 @dataclass(frozen=True)
 class Comparison:
+    """The result of `sim compare`: every run on the same deals, and every pair of them."""
+
     arms: tuple[Arm, ...]
+    """The runs, in the order given."""
     pairs: tuple[Pair, ...]
+    """Every pair of runs (A before B in the order given)."""
     seed: int
+    """The runs' common seed."""
     n: int
+    """The runs' common number of games."""
     deal_source: str
+    """The runs' common deal source."""
     differs: tuple[str, ...]
     """What the runs differ in: "policy", "rule max_face_down", ..."""
     notes: tuple[str, ...] = field(default=())
+    """Lines printed above the tables (e.g. which runs were reused)."""
 
     def header(self) -> str:
+        """The line above the tables: what the runs share and what they differ in."""
         differ = ", ".join(self.differs) if self.differs else "nothing but the directory"
         return (f"Paired comparison on the same {self.n:,} deals (seed {self.seed}, {self.deal_source}); "
                 f"the runs differ in: {differ}")
 
     def tables(self) -> list[Table]:
+        """The Runs table (one row per run) and the Pairs table (one row per pair)."""
         d = pct_digits(self.n)
         arms = Table("Runs", ("run", "games", "wins", "win rate", "95% CI (Wilson)", "mean score"), tuple(
             (a.label, fmt_int(a.games), fmt_int(a.wins), fmt_pct(a.win_rate, d),
@@ -211,17 +252,21 @@ class Comparison:
         return [arms, pairs]
 
     def text(self) -> str:
+        """The comparison as `sim compare` prints it."""
         out = [self.header()] + [f"note: {n}" for n in self.notes]
         return "\n".join(out) + "\n\n" + "\n\n".join(t.text() for t in self.tables()) + "\n"
 
     def markdown(self) -> str:
+        """The comparison as a markdown document (--format markdown)."""
         out = [self.header(), ""] + [f"- {n}" for n in self.notes]
         return "\n".join(out) + "\n\n" + "\n\n".join(t.markdown() for t in self.tables()) + "\n"
 
     def to_dict(self) -> dict:
+        """Every field, JSON-ready (NaN as None)."""
         return json_ready(asdict(self))
 
     def render(self, fmt: str) -> str:
+        """The comparison as text, markdown or json."""
         return render_as(self, fmt)
 
 
@@ -248,6 +293,7 @@ def render_as(obj, fmt: str) -> str:
 
 
 def fmt_p(p: float) -> str:
+    """A p-value: three decimals, or scientific notation when below 0.001."""
     if p >= 0.001:
         return f"{p:.3f}"
     return "<1e-300" if p < 1e-300 else f"{p:.1e}"
@@ -443,6 +489,7 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
 
 
 def reuse_notes(made: list[tuple[Path, bool]]) -> list[str]:
+    """One note per run that `make_runs` reused instead of playing again."""
     return [f"reused {path}: a complete run with the same settings already there" for path, reused in made if reused]
 
 

@@ -27,7 +27,8 @@ img { max-width: 100%; }
 
 
 def table_html(t: Table) -> str:
-    cls = ["l" if t._align(i) == "l" else "r" for i in range(len(t.headers))]
+    """A Table as an HTML table, with its title as caption and its note below."""
+    cls = ["l" if t.column_align(i) == "l" else "r" for i in range(len(t.headers))]
     out = ["<div><table>"]
     if t.title:
         out.append(f"<caption>{escape(t.title)}</caption>")
@@ -42,6 +43,7 @@ def table_html(t: Table) -> str:
 
 
 def image_html(png: bytes, alt: str) -> str:
+    """A PNG embedded as a `data:` image, so the page needs no other file."""
     data = base64.b64encode(png).decode("ascii")
     return f'<p><img alt="{escape(alt)}" src="data:image/png;base64,{data}"></p>'
 

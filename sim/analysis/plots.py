@@ -100,12 +100,14 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str):
 
 
 def png_bytes(fig) -> bytes:
+    """A figure as PNG bytes, for embedding in the HTML report."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
     return buf.getvalue()
 
 
 def save_png(fig, path: str | Path) -> Path:
+    """Write a figure as a PNG at `path` (its directory created); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png", dpi=DPI)

@@ -38,9 +38,13 @@ class Replay:
     """A whole game with every turn."""
 
     deck: tuple[int, ...]
+    """The stock's ranks in drawing order."""
     policy: str
+    """The policy that placed the cards."""
     rules: Rules
+    """Rule options."""
     turns: tuple[Turn, ...]
+    """Every card placed, in order."""
     end: str
     """How it ended (sim.END_NAMES)."""
     score: int | None
@@ -67,11 +71,13 @@ def replay(deck, policy: str = "greedy", rules: Rules | None = None, seed: int =
 
 
 def cell_name(cell: int) -> str:
+    """A canonical cell with its row and column, e.g. "24 (r3 c3)"."""
     row, col = divmod(cell, K.SIDE)
     return f"{cell} (r{row} c{col})"
 
 
 def format_replay(r: Replay) -> str:
+    """The replay as `sim replay` prints it: each turn's card, cell, checks and table, then the end."""
     lines = [f"deck: {' '.join(map(str, r.deck))}", f"policy: {r.policy}   rules: {r.rules.as_dict()}", ""]
     for t in r.turns:
         checks = [name for name, fired in (("row", t.row_fired), ("column", t.col_fired)) if fired]

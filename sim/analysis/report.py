@@ -37,11 +37,15 @@ class RunReport:
     """Every figure `sim report` shows for one run."""
 
     path: str
+    """The run directory."""
     policy: str
+    """The policy that played the games."""
     n: int
     """Games the run was asked for (manifest)."""
     seed: int
+    """Seed of the deals and of the policy's random stream."""
     rules: dict
+    """Rule options, as the manifest stores them."""
     deals: str
     """Where the decks come from: the deal algorithm and seed, or the deal file and its digest."""
     status: str
@@ -49,32 +53,43 @@ class RunReport:
     games: int
     """Games found in the parts."""
     wins: int
+    """Games won."""
     losses: int
+    """Games lost."""
     win_rate: float
+    """wins / games (NaN without games)."""
     win_rate_low: float
     """95% Wilson interval of the win rate."""
     win_rate_high: float
+    """Upper end of that interval."""
     score_counts: tuple[tuple[int, int], ...]
     """(score, wins with that score) for every score 0..24 (more if a rule option allows higher scores)."""
     score_mean: float | None
     """Of the won games; None without wins."""
     score_median: float | None
+    """Median score of the won games."""
     score_q1: float | None
+    """First quartile of the won games' scores."""
     score_q3: float | None
+    """Third quartile of the won games' scores."""
     ends: tuple[tuple[str, int], ...]
     """(end reason, games) for every end reason, in the enum's order."""
     cards_played_wins: tuple[tuple[int, int], ...]
     """(cards played, won games) for each value that occurs."""
     cards_played_losses: tuple[tuple[int, int], ...]
+    """(cards played, lost games) for each value that occurs."""
     face_down_at_loss: tuple[tuple[int, int], ...]
     """(top cards face down at the end, lost games) for each value that occurs."""
     warnings: tuple[str, ...] = field(default=())
+    """Why the figures may mislead (an incomplete run, missing games)."""
 
     @property
     def name(self) -> str:
+        """The run directory's name."""
         return Path(self.path).name
 
     def to_dict(self) -> dict:
+        """The report as `--format json` writes it: distributions keyed by value, shares included, NaN as None."""
         d = asdict(self)
         d["name"] = self.name
         d["score_distribution"] = [{"score": s, "count": k, "share_of_wins": k / self.wins if self.wins else None,
@@ -120,6 +135,7 @@ def _pairs(frame: pl.DataFrame, key: str) -> tuple[tuple[int, int], ...]:
 
 
 def deal_source(m: dict) -> str:
+    """Where a manifest's decks come from: the deal file and its digest, or the algorithm and seed."""
     if m.get("deals"):
         return f"file {m['deals']} (sha256 {str(m.get('deals_sha256'))[:12]})"
     return f"{m.get('deal_algorithm')} seed {m.get('seed')}"
@@ -168,6 +184,7 @@ def load_report(run_dir: str | Path) -> RunReport:
 
 
 def load_reports(run_dirs) -> list[RunReport]:
+    """The report of each run directory, in order."""
     return [load_report(d) for d in run_dirs]
 
 
@@ -175,6 +192,7 @@ def load_reports(run_dirs) -> list[RunReport]:
 
 
 def header_lines(r: RunReport) -> list[str]:
+    """The lines above a run's tables: directory, settings, status and deal source."""
     return [
         f"run     {r.path}",
         f"policy  {r.policy}   seed {r.seed}   n {r.n:,}   rules {rules_text(r.rules)}   status {r.status}",
@@ -183,6 +201,7 @@ def header_lines(r: RunReport) -> list[str]:
 
 
 def summary_table(r: RunReport) -> Table:
+    """Games, wins, win rate with its interval, and the won games' score statistics."""
     d = pct_digits(r.games)
     rows = [
         ("games", fmt_int(r.games)),
@@ -221,17 +240,20 @@ def score_table(r: RunReport, bar_width: int = 0) -> Table:
 
 
 def ends_table(r: RunReport) -> Table:
+    """Games and share of each way a game can end."""
     rows = [(name, fmt_int(k), fmt_pct(k / r.games if r.games else None, 2)) for name, k in r.ends]
     return Table("End reasons", ("end", "games", "share"), tuple(rows))
 
 
 def cards_played_table(r: RunReport) -> Table:
+    """How many cards were placed before the game ended, wins and losses side by side."""
     w, lo = dict(r.cards_played_wins), dict(r.cards_played_losses)
     rows = [(str(c), fmt_int(w.get(c, 0)), fmt_int(lo.get(c, 0))) for c in sorted(set(w) | set(lo))]
     return Table("Cards played by outcome", ("cards", "wins", "losses"), tuple(rows))
 
 
 def face_down_table(r: RunReport) -> Table:
+    """How many top cards were face down when a game was lost."""
     rows = [(str(f), fmt_int(k), fmt_pct(k / r.losses if r.losses else None, 2)) for f, k in r.face_down_at_loss]
     return Table("Face-down top cards at a loss", ("face down", "losses", "of losses"), tuple(rows))
 
@@ -248,6 +270,7 @@ def overview_table(reports: list[RunReport]) -> Table:
 
 
 def tables(r: RunReport, bar_width: int = 0) -> list[Table]:
+    """A run's tables in the order the report shows them."""
     return [summary_table(r), score_table(r, bar_width), ends_table(r), cards_played_table(r), face_down_table(r)]
 
 
@@ -269,6 +292,7 @@ def render_text(reports: list[RunReport], width: int = 80) -> str:
 
 
 def render_markdown(reports: list[RunReport]) -> str:
+    """The reports as one markdown document: the overview of several runs, then a section per run."""
     out = ["# Run report", ""]
     if len(reports) > 1:
         out += [overview_table(reports).markdown(), ""]
@@ -283,10 +307,12 @@ def render_markdown(reports: list[RunReport]) -> str:
 
 
 def render_json(reports: list[RunReport]) -> str:
+    """The reports as JSON: {"runs": [...]}, one `RunReport.to_dict` each."""
     return json.dumps({"runs": [r.to_dict() for r in reports]}, indent=2) + "\n"
 
 
 def render(reports: list[RunReport], fmt: str = "text", width: int = 80) -> str:
+    """The reports as text, markdown or json (UsageError for another format)."""
     if fmt == "text":
         return render_text(reports, width)
     if fmt == "markdown":

@@ -45,32 +45,52 @@ def combinations(axes: list[tuple[str, list[str]]]) -> list[dict[str, str]]:
 
 @dataclass(frozen=True)
 class SweepRow:
+    """One combination of rule option values and how its run did."""
+
     values: tuple[str, ...]
     """The option values of this combination, in the order of `Sweep.options`."""
     path: str
+    """The run directory."""
     games: int
+    """Games in the run."""
     wins: int
+    """Games won."""
     win_rate: float
+    """wins / games."""
     win_rate_low: float
+    """Lower end of the 95% Wilson interval of the win rate."""
     win_rate_high: float
+    """Upper end of the 95% Wilson interval of the win rate."""
     mean_score: float | None
+    """Mean score of the won games (None without wins)."""
     reused: bool
+    """An existing run with the same settings was reused, not played again."""
 
 
 @dataclass(frozen=True)
 class Sweep:
+    """The result of `sim sweep`: one policy on the same deals under every combination of rule options."""
+
     policy: str
+    """The policy that played every run."""
     n: int
+    """Games per run."""
     seed: int
+    """The seed shared by every run, so each combination plays the same deals."""
     options: tuple[str, ...]
+    """The swept rule options, in the order given."""
     rows: tuple[SweepRow, ...]
+    """One row per combination, the first option varying slowest."""
     notes: tuple[str, ...] = field(default=())
+    """Lines printed above the table (e.g. which runs were reused)."""
 
     def header(self) -> str:
+        """The line above the table: what was swept, by which policy, on which deals."""
         return (f"Sweep of {', '.join(self.options)}: policy {self.policy}, the same {self.n:,} deals "
                 f"(seed {self.seed}) for every combination")
 
     def table(self) -> Table:
+        """One line per combination: its option values, wins, win rate with its interval, mean score."""
         d = pct_digits(self.n)
         rows = tuple((*r.values, fmt_int(r.games), fmt_int(r.wins), fmt_pct(r.win_rate, d),
                       fmt_ci(r.win_rate_low, r.win_rate_high, d), fmt_num(r.mean_score)) for r in self.rows)
@@ -79,24 +99,30 @@ class Sweep:
                      note="Mean score of the won games. Rows follow the order of the --rule options and values.")
 
     def labels(self) -> list[str]:
+        """Each combination as "option=value" lines, for the figure's x axis."""
         return ["\n".join(f"{k}={v}" for k, v in zip(self.options, r.values)) for r in self.rows]
 
     def text(self) -> str:
+        """The sweep as `sim sweep` prints it."""
         return "\n".join([self.header(), *[f"note: {n}" for n in self.notes], "", self.table().text()]) + "\n"
 
     def markdown(self) -> str:
+        """The sweep as a markdown document (--format markdown)."""
         return "\n".join([self.header(), "", *[f"- {n}" for n in self.notes], "", self.table().markdown()]) + "\n"
 
     def to_dict(self) -> dict:
+        """JSON-ready, each row with its option values as keys instead of a `values` list."""
         d = json_ready(asdict(self))
         d["rows"] = [{**dict(zip(self.options, r["values"])), **{k: v for k, v in r.items() if k != "values"}}
                      for r in d["rows"]]
         return d
 
     def render(self, fmt: str) -> str:
+        """The sweep as text, markdown or json."""
         return render_as(self, fmt)
 
     def figure(self):
+        """Win rate (with intervals) and mean score of each combination, as a matplotlib figure."""
         from sim.analysis.plots import win_rate_figure
 
         return win_rate_figure(self.labels(), [r.win_rate for r in self.rows], [r.win_rate_low for r in self.rows],

@@ -12,14 +12,18 @@ class Table:
     """A small table of already formatted cells, rendered as aligned text, Markdown or HTML."""
 
     title: str
+    """Shown above the table; empty for none."""
     headers: tuple[str, ...]
+    """Column headings."""
     rows: tuple[tuple[str, ...], ...]
+    """Formatted cells, one tuple per line, as many as `headers`."""
     align: str = ""
     """One letter per column, "l" or "r"; default: first column left, the others right."""
     note: str = ""
     """A line printed under the table (definitions, caveats)."""
 
-    def _align(self, i: int) -> str:
+    def column_align(self, i: int) -> str:
+        """Alignment of column i: "l" or "r"."""
         if i < len(self.align):
             return self.align[i]
         return "l" if i == 0 else "r"
@@ -30,7 +34,7 @@ class Table:
         widths = [max([len(self.headers[i])] + [len(r[i]) for r in self.rows]) for i in range(cols)]
 
         def line(cells):
-            parts = [c.ljust(w) if self._align(i) == "l" else c.rjust(w)
+            parts = [c.ljust(w) if self.column_align(i) == "l" else c.rjust(w)
                      for i, (c, w) in enumerate(zip(cells, widths))]
             return (indent + "  ".join(parts)).rstrip()
 
@@ -43,12 +47,13 @@ class Table:
         return "\n".join(out)
 
     def markdown(self) -> str:
+        """A markdown table (| escaped), the title in bold above it and the note below."""
         def esc(s):
             return s.replace("|", "\\|")
 
         out = [f"**{self.title}**", ""] if self.title else []
         out.append("| " + " | ".join(esc(h) for h in self.headers) + " |")
-        out.append("|" + "|".join(" --- " if self._align(i) == "l" else " ---: " for i in range(len(self.headers))) + "|")
+        out.append("|" + "|".join(" --- " if self.column_align(i) == "l" else " ---: " for i in range(len(self.headers))) + "|")
         out.extend("| " + " | ".join(esc(c) for c in r) + " |" for r in self.rows)
         if self.note:
             out += ["", self.note]
@@ -56,18 +61,22 @@ class Table:
 
 
 def fmt_int(k: int | None) -> str:
+    """A count with thousands separators; "-" for none."""
     return "-" if k is None else f"{k:,}"
 
 
 def fmt_pct(x: float | None, digits: int = 2) -> str:
+    """A share as a percentage; "-" when undefined (None or NaN)."""
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}%"
 
 
 def fmt_num(x: float | None, digits: int = 2) -> str:
+    """A number with fixed decimals; "-" when undefined (a mean score without wins)."""
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
 def fmt_ci(low: float, high: float, digits: int = 2) -> str:
+    """An interval of shares as "low% .. high%"; "-" when undefined (no games)."""
     if math.isnan(low):
         return "-"
     return f"{100 * low:.{digits}f}% .. {100 * high:.{digits}f}%"

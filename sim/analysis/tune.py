@@ -36,6 +36,7 @@ class TuneResult:
     features: tuple[str, ...]
     """Feature names, in weight order."""
     weights: tuple[float, ...]
+    """The tuned weight of each feature."""
     train_win_rate: float
     """Win rate of the final weights on the training games."""
     validation_win_rate: float
@@ -48,6 +49,7 @@ class TuneResult:
     """The arguments that produced this result."""
 
     def as_json(self) -> dict:
+        """The weights by feature name, their win rates and the settings, as `sim tune` saves them."""
         return {
             "weights": dict(zip(self.features, self.weights)),
             "train_win_rate": self.train_win_rate,

@@ -83,28 +83,35 @@ class Board:
 
     # --- reading --------------------------------------------------------------
     def legal_cells(self) -> tuple[int, ...]:
+        """Cells where the next card may go, ascending."""
         return _cells(int(K.legal_cells(self.state, self._rules)))
 
     def top(self, cell: int) -> int | None:
+        """Rank of the pile's top card (face up or down), None for an empty cell."""
         rank = int(self.state[K.TOP + _check_cell(cell)])
         return rank or None
 
     def is_face_down(self, cell: int) -> bool:
+        """Whether the top card of the pile on `cell` is face down."""
         return bool((int(self.state[K.FACE_DOWN]) >> _check_cell(cell)) & 1)
 
     def height(self, cell: int) -> int:
+        """Cards in the pile on `cell` (0 when empty)."""
         return int(self.state[K.HEIGHT + _check_cell(cell)])
 
     @property
     def piles(self) -> int:
+        """Number of piles on the table."""
         return int(self.state[K.PILES])
 
     @property
     def face_down_count(self) -> int:
+        """Top cards face down; more than max_face_down loses the game."""
         return int(self.state[K.FACE_DOWN_COUNT])
 
     @property
     def occupied(self) -> tuple[int, ...]:
+        """Cells holding a pile, ascending."""
         return _cells(int(self.state[K.OCCUPIED]))
 
     def bounding_box(self) -> tuple[int, int, int, int] | None:

@@ -5,13 +5,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim import kernels as K
+from sim.errors import PolicyError
+
+__all__ = ["END_NAMES", "GameColumns", "GameResult", "GameTrace", "PolicyError", "finish_columns",
+           "illegal_move_error", "new_columns"]
 
 END_NAMES = ("win", "too_many_face_down", "stock_empty", "no_move", "illegal_move")
 """Name of each END_* code, indexed by code."""
-
-
-class PolicyError(RuntimeError):
-    """A policy returned a cell that is not legal, or raised."""
 
 
 def illegal_move_error(policy: str, cell, seed: int, game: int, turn: int) -> PolicyError:

@@ -4,8 +4,6 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from sim import kernels as K
-
 ADJACENCIES = ("orthogonal", "king")
 RANGES = {"max_pile": (1, 8), "max_face_down": (0, 15), "grid": (2, 4)}
 
@@ -36,6 +34,8 @@ class Rules:
 
     def as_array(self) -> np.ndarray:
         """The int64 array compiled code reads (sim.kernels.RULE_*)."""
+        from sim import kernels as K  # here, so that checking --rule values does not load numba
+
         a = np.zeros(K.RULES_SIZE, np.int64)
         a[K.RULE_KING] = self.adjacency == "king"
         a[K.RULE_MAX_PILE] = self.max_pile
@@ -44,9 +44,11 @@ class Rules:
         return a
 
     def as_dict(self) -> dict:
+        """Option name -> value, as manifests record the rules."""
         return asdict(self)
 
     def replace(self, **changes) -> "Rules":
+        """These rules with some options changed (validated like any Rules)."""
         return Rules(**{**self.as_dict(), **changes})
 
     @classmethod

@@ -11,6 +11,7 @@ from sim.engine.cards import validate_deck
 
 
 def file_digest(path: Path) -> str:
+    """SHA-256 of a deal file, recorded in the manifest so a resume can tell the decks changed."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

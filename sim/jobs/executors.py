@@ -38,9 +38,11 @@ class Executor:
     """Dask scheduler address, e.g. tcp://host:8786."""
 
     def describe(self) -> dict:
+        """The executor and scheduler, as a session entry of the manifest records them."""
         return {"executor": self.kind, "scheduler": self.scheduler}
 
     def run(self, fn: Callable, tasks: Iterable, warm: Callable | None = None) -> Iterator:
+        """Run fn on each (key, payload) task here or on the cluster; yield (key, result) as they finish."""
         if self.kind == "local":
             return run_tasks(fn, tasks, self.workers)
         return run_dask(fn, tasks, self.scheduler, warm)

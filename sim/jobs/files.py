@@ -9,6 +9,7 @@ TMP_MARK = ".tmp-"
 
 
 def temp_path(path: Path) -> Path:
+    """Where `path` is written before the rename: beside it, marked with TMP_MARK and this process's id."""
     return path.with_name(f"{path.name}{TMP_MARK}{os.getpid()}")
 
 
@@ -27,6 +28,7 @@ def write_atomic(path: Path, write) -> None:
 
 
 def write_json_atomic(path: Path, data) -> None:
+    """Write `data` as indented JSON with `write_atomic` (a manifest is never seen half written)."""
     def write(tmp):
         with open(tmp, "w") as f:
             json.dump(data, f, indent=2)

@@ -9,7 +9,9 @@ LOGGER = "sim"
 
 
 def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
-    """Warnings by default, info with -v, debug (per-chunk lines) with -vv; errors only with --quiet.
+    """Warnings by default; debug, per-chunk lines included, with -v (-vv adds nothing); errors only with --quiet.
+
+    The level applies to the "sim" loggers; other libraries stay at warnings.
 
     multiprocessing-logging wraps the handler so that records logged in forked
     worker processes are shipped to this process and written here.

@@ -17,7 +17,6 @@ import json
 import logging
 import math
 import os
-import shlex
 import shutil
 import signal
 import sys
@@ -32,38 +31,19 @@ import numpy as np
 
 from sim import kernels as K
 from sim.engine.cards import MAX_GAME, check_seed
-from sim.engine.results import PolicyError
 from sim.jobs.deal_files import file_digest, load_deals
 from sim.jobs.executors import Executor, ExecutorError, make_executor
 from sim.jobs.files import remove_temp_files, write_atomic, write_json_atomic
 from sim.jobs.pool import TaskFailed
+from sim.errors import Interrupted, PolicyError, RunError, UsageError, parse_count
 from sim.version import __version__
+
+__all__ = ["Interrupted", "Job", "RunError", "UsageError", "parse_count", "read_manifest", "resume", "start"]
 
 log = logging.getLogger("sim.runner")
 
 MANIFEST = "manifest.json"
 GAMES = "games"
-
-
-class RunError(RuntimeError):
-    """A run could not go on (unwritable output, full disk, dead worker); the message says what to do."""
-
-
-class UsageError(ValueError):
-    """Bad settings: nothing was run.
-
-    `option` names the setting at fault (a parameter of `start`, or a
-    config field) when the message begins with it, so that a front end can
-    say it in its own terms (the CLI writes ``--workers`` for ``workers``).
-    """
-
-    def __init__(self, message: str, option: str | None = None):
-        super().__init__(message)
-        self.option = option
-
-
-class Interrupted(RuntimeError):
-    """Ctrl-C or SIGTERM stopped the run; finished parts are kept."""
 
 
 @dataclass(frozen=True)
@@ -96,24 +76,6 @@ class Job:
     """(rows, workers) -> chunk size when none is given."""
 
 
-def parse_count(text: str, what: str = "n") -> int:
-    """A positive whole number: 1000000, 1_000_000, 1e6 or 2.5e5."""
-    s = str(text).strip().replace("_", "")
-    try:
-        value = int(s)
-    except ValueError:
-        try:
-            f = float(s)
-        except ValueError:
-            raise UsageError(f"{what} {text!r} is not a positive whole number", what) from None
-        if not math.isfinite(f) or not f.is_integer():
-            raise UsageError(f"{what} {text!r} is not a positive whole number", what) from None
-        value = int(f)
-    if value <= 0:
-        raise UsageError(f"{what} {text!r} is not a positive whole number", what)
-    return value
-
-
 def part_name(k: int) -> str:
     """File name of part k."""
     return f"part-{k:05d}.parquet"
@@ -128,11 +90,6 @@ def rules_suffix(rules) -> str:
     """The non-default rule options as a directory-name suffix (e.g. -max_face_down5)."""
     default = type(rules)()
     return "".join(f"-{key}{value}" for key, value in rules.as_dict().items() if value != getattr(default, key))
-
-
-def command_line() -> str:
-    """This process's command line, as the manifest records it."""
-    return shlex.join(["sim", *sys.argv[1:]])
 
 
 # --- checking a config --------------------------------------------------------------------

@@ -111,10 +111,15 @@ class SolveSummary:
     """What a solve run found, as the command line prints it (and `sim report` shows)."""
 
     path: Path
+    """The run directory."""
     deals: int
+    """Deals solved so far."""
     won: int
+    """Deals the solver won: winnable."""
     lost: int
+    """Deals proven unwinnable."""
     unresolved: int
+    """Deals left undecided when a node or time limit stopped the search."""
     winnable_low: float
     """Lower end of the 95% Wilson interval of the winnable share, unresolved deals counted as losses."""
     winnable_high: float
@@ -131,17 +136,24 @@ class SolveSummary:
     """Mean of the proven upper bounds of the best scores, over won deals: the true mean lies
     between mean_score and this."""
     median_seconds: float | None
+    """Median solving time of a deal."""
     p99_seconds: float | None
+    """99th percentile of a deal's solving time."""
     median_nodes: float | None
+    """Median number of search nodes of a deal."""
     p99_nodes: float | None
+    """99th percentile of a deal's search nodes."""
     seconds: float
     """Wall time of this invocation."""
     deals_per_s: float
+    """Deals solved by this invocation per second of wall time."""
     status: str
+    """complete or incomplete."""
     options: dict
     """The run's solver options (first_win, node_limit, time_limit)."""
 
     def lines(self) -> list[str]:
+        """The summary's figures, one line each, shared by `sim solve` and `sim report`."""
         d = self.deals or 1
         digits = max(2, len(str(self.deals)) - 3)  # enough to tell the interval's ends apart
         pct = lambda k: f"{k / d:.{digits}%}"  # noqa: E731
@@ -173,12 +185,14 @@ class SolveSummary:
         return out
 
     def text(self) -> str:
+        """The summary `sim solve` prints: the figures, then wall time and output directory."""
         return "\n".join(self.lines() + [
             f"wall time    {self.seconds:.2f} s  ({self.deals_per_s:,.1f} deals/s)",
             f"output       {self.path}",
         ])
 
     def to_dict(self) -> dict:
+        """Every field, JSON-ready: path as text, score counts as records, NaN as None."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["path"] = str(self.path)
         d["score_counts"] = [{"score": s, "deals": k, "proven": p} for s, k, p in self.score_counts]
@@ -186,6 +200,7 @@ class SolveSummary:
 
 
 def summarize_solve(run_dir: Path, seconds: float, solved: int, status: str) -> SolveSummary:
+    """The summary of a solve run directory's deals, from lazy scans of its parts."""
     run_dir = Path(run_dir)
     options = dict(read_manifest(run_dir).get("solve") or {})
     parts = str(run_dir / GAMES / "*.parquet")

@@ -3,8 +3,8 @@
 Two kinds share one contract (see policies/__init__.py):
 
 - **compiled**: a numba-jitted ``choose(state, rules, card, legal, rng, params)``.
-  It runs inside a compiled game loop made for it here; numba cannot cache a
-  loop that calls another jitted function, so the main process compiles it
+  It runs inside the engine's compiled game loop (`sim.engine.loop.plugin_loops`),
+  which is not cached on disk for a plugin, so the main process compiles it
   once per run (a few seconds) and forked workers inherit it.
 - **plain Python**: a function ``choose(position, card) -> cell``, or a class
   whose instances have that ``choose`` method (constructed with the
@@ -140,6 +140,7 @@ class Position:
 
     @property
     def rules(self) -> Rules:
+        """The rule options of the game."""
         return self._board.rules
 
     @property
@@ -148,27 +149,34 @@ class Position:
         return int(self._board.state[K.TURN])
 
     def legal_cells(self) -> tuple[int, ...]:
+        """Cells where the drawn card may go, ascending; the policy must return one of them."""
         return self._board.legal_cells()
 
     def top(self, cell: int) -> int | None:
+        """Rank of the pile's top card (face up or down), None for an empty cell."""
         return self._board.top(cell)
 
     def is_face_down(self, cell: int) -> bool:
+        """Whether the top card of the pile on `cell` is face down."""
         return self._board.is_face_down(cell)
 
     def height(self, cell: int) -> int:
+        """Cards in the pile on `cell` (0 when empty)."""
         return self._board.height(cell)
 
     @property
     def occupied(self) -> tuple[int, ...]:
+        """Cells holding a pile, ascending."""
         return self._board.occupied
 
     @property
     def piles(self) -> int:
+        """Number of piles on the table."""
         return self._board.piles
 
     @property
     def face_down_count(self) -> int:
+        """Top cards face down; more than max_face_down loses the game."""
         return self._board.face_down_count
 
     def stock_counts(self) -> dict[int, int]:

@@ -1,0 +1,71 @@
+"""numba's on-disk cache is dropped whenever any source of sim/ or policies/ changes, sub-packages included.
+
+Each test copies the two packages into a temporary folder and runs the
+cleanup there in a fresh interpreter, so the project's own cache is never
+touched.
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _copy(tmp_path: Path) -> Path:
+    for name in ("sim", "policies"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def _clean(tree: Path, env_extra: dict | None = None) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(env_extra or {})
+    env["PYTHONPATH"] = str(tree)
+    subprocess.run([sys.executable, "-c", "from sim._cache import drop_stale_cache; drop_stale_cache()"],
+                   cwd=tree, env=env, check=True)
+
+
+def _fake_cache(folder: Path, name: str) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [folder / f"{name}.py311.nbi", folder / f"{name}.py311.1.nbc"]
+    for f in files:
+        f.write_bytes(b"stale")
+    return files
+
+
+def test_a_cache_from_an_older_layout_is_dropped(tmp_path):
+    tree = _copy(tmp_path)
+    # What the flat layout before the sub-packages left: sim/__pycache__/game.*
+    old = _fake_cache(tree / "sim" / "__pycache__", "game.play_seeded_batch-90")
+    _clean(tree)
+    assert not any(f.exists() for f in old)
+    assert (tree / "sim" / "__pycache__" / "compiled-sources.sha256").is_file()
+
+
+def test_a_change_in_a_sub_package_drops_every_cache(tmp_path):
+    tree = _copy(tmp_path)
+    _clean(tree)  # stamp written for these sources
+    kept = _fake_cache(tree / "sim" / "engine" / "__pycache__", "loop._seeded_batch__greedy-56")
+    policy = _fake_cache(tree / "policies" / "__pycache__", "greedy.choose-34")
+    _clean(tree)
+    assert all(f.exists() for f in kept + policy), "unchanged sources must keep their cache"
+    with open(tree / "policies" / "greedy.py", "a") as f:
+        f.write("\n# changed\n")
+    _clean(tree)
+    assert not any(f.exists() for f in kept + policy)
+
+
+def test_numba_cache_dir_is_honoured(tmp_path):
+    tree = _copy(tmp_path / "src")
+    cache = tmp_path / "numba-cache"
+    engine = (tree / "sim" / "engine").resolve()
+    folder = cache / f"engine_{hashlib.sha1(str(engine).encode()).hexdigest()}"
+    stale = _fake_cache(folder, "loop._deck_batch__greedy-78")
+    _clean(tree, {"NUMBA_CACHE_DIR": str(cache)})
+    assert not any(f.exists() for f in stale)
+    sim_folder = cache / f"sim_{hashlib.sha1(str((tree / 'sim').resolve()).encode()).hexdigest()}"
+    assert (sim_folder / "compiled-sources.sha256").is_file()
