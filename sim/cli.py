@@ -73,6 +73,8 @@ def parse_rules(items: list[str] | None):
         key, sep, value = item.partition("=")
         if not sep:
             fail(f"--rule {item!r} is not KEY=VALUE (e.g. --rule max_face_down=3)")
+        if key.strip() in values:
+            fail(f"--rule {key.strip()} is given twice")
         values[key.strip()] = value.strip()
     try:
         return Rules.from_strings(values)
@@ -87,6 +89,8 @@ def parse_policy_args(items: list[str] | None) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             fail(f"--policy-arg {item!r} is not KEY=VALUE (e.g. --policy-arg samples=64)")
+        if key.strip() in args:
+            fail(f"--policy-arg {key.strip()} is given twice")
         args[key.strip()] = value.strip()
     return args
 
@@ -119,7 +123,7 @@ SchedulerOpt = Annotated[Optional[str], typer.Option(
     "--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: $DASK_SCHEDULER_ADDRESS).")]
 RuleOpt = Annotated[Optional[list[str]], typer.Option(
     "--rule", help="Rule option KEY=VALUE, repeatable: adjacency, max_pile, max_face_down, grid.")]
-SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of the deals and the policy's stream.")]
+SeedOpt = Annotated[Optional[int], typer.Option("--seed", min=0, help="Seed of the deals and the policy's stream (default 0).", show_default=False)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or log lines; errors only.")]
 VerboseOpt = Annotated[int, typer.Option("--verbose", "-v", count=True, help="More log lines (-v: per chunk).")]
 
@@ -139,6 +143,13 @@ def run_config(policy: str, n: str | None, seed: int, rule, deals: Path | None, 
 
     return RunConfig(policy=policy, n=count, seed=seed, rules=rules, policy_args=tuple(args.items()),
                      deals=None if deals is None else str(deals), record_deals=record_deals)
+
+
+def refuse_with_resume(resume, **given) -> None:
+    """--resume finishes a run with its recorded settings: options that would change them are refused."""
+    named = [name for name, value in given.items() if value not in (None, False, [], ())]
+    if resume is not None and named:
+        fail(f"--resume {resume} takes the run's recorded settings; drop {', '.join(named)}")
 
 
 def execution(workers: int | None, quiet: bool, **options) -> dict:
@@ -212,9 +223,9 @@ def policies():
 
 @app.command()
 def run(
-    policy: PolicyOpt = "greedy",
+    policy: Annotated[Optional[str], typer.Option("--policy", "-p", help="Policy name (see `sim policies`); default greedy.", show_default=False)] = None,
     n: Annotated[Optional[str], typer.Option("-n", help="Number of games: 1000000, 1_000_000, 1e6, 2.5e5.")] = None,
-    seed: SeedOpt = 0,
+    seed: SeedOpt = None,
     workers: WorkersOpt = None,
     chunk_size: ChunkSizeOpt = None,
     out: OutOpt = None,
@@ -240,17 +251,21 @@ def run(
 
     setup_logging(verbose, quiet)
     how = execution(workers, quiet)
+    refuse_with_resume(resume, **{"-n": n, "--seed": seed, "--rule": rule, "--deals": deals,
+                                  "--record-deals": record_deals, "--chunk-size": chunk_size, "--out": out,
+                                  "--force": force})
     with library_errors(verbose):
         if resume is not None:
             from sim.jobs.resume import resume as resume_run
 
-            summary = resume_run(resume, workers=workers, progress=not quiet,
+            summary = resume_run(resume, policy=policy, policy_args=parse_policy_args(policy_arg) or None,
+                                 workers=workers, progress=not quiet,
                                  executor=executor if executor != "local" or scheduler else None,
                                  scheduler=scheduler)
         else:
             if n is None and deals is None:
                 fail("-n is required (e.g. -n 1e6), unless --deals gives the decks")
-            config = run_config(policy, n, seed, rule, deals, record_deals, policy_arg)
+            config = run_config(policy or "greedy", n, seed or 0, rule, deals, record_deals, policy_arg)
             from sim.jobs.play import run as run_games
 
             summary = run_games(config, out=out, force=force, chunk_size=chunk_size, executor=executor,
@@ -488,7 +503,7 @@ def tune(
 @app.command()
 def solve(
     n: Annotated[Optional[str], typer.Option("-n", help="Number of deals: 2000, 2e3.")] = None,
-    seed: SeedOpt = 0,
+    seed: SeedOpt = None,
     deals: DealsOpt = None,
     workers: WorkersOpt = None,
     first_win: Annotated[bool, typer.Option("--first-win", help="Stop at the first win (winnability only); otherwise search for the best score.")] = False,
@@ -518,6 +533,11 @@ def solve(
 
     setup_logging(verbose, quiet)
     how = execution(workers, quiet)
+    refuse_with_resume(resume, **{"-n": n, "--seed": seed, "--rule": rule, "--deals": deals,
+                                  "--record-deals": record_deals, "--chunk-size": chunk_size, "--out": out,
+                                  "--force": force, "--first-win": first_win, "--time-limit": time_limit,
+                                  "--node-limit": node_limit})
+    seed = seed or 0
     nodes = None
     if node_limit is not None:
         try:

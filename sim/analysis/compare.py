@@ -36,8 +36,8 @@ from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_di
 from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
 from sim.jobs import runner
-from sim.jobs.play import RunConfig, default_out, run
-from sim.jobs.runner import GAMES, RunError, UsageError
+from sim.jobs.play import RunConfig, default_out, run, settled
+from sim.jobs.runner import RunError, UsageError
 from sim.players.api import resolve
 from sim.stats import Z95, mcnemar_exact, paired_difference_interval, wilson
 
@@ -316,7 +316,7 @@ def _signed_ci(lo: float, hi: float, digits: int) -> str:
 
 
 def _scan(path: str, i: int) -> pl.LazyFrame:
-    return pl.scan_parquet(Path(path) / GAMES / "*.parquet").select(
+    return pl.scan_parquet(runner.run_parts(path)).select(
         "game", pl.col("won").alias(f"won{i}"), pl.col("score").cast(pl.Int64).alias(f"score{i}"))
 
 
@@ -401,14 +401,19 @@ def compare_runs(run_dirs, batch: int = BATCH, notes=()) -> Comparison:
 # --- making the runs -----------------------------------------------------------------------------------
 
 
-def _reuse_problem(run_dir: Path, config: RunConfig) -> str | None:
-    """None if run_dir holds a complete run with exactly these settings, else what is wrong with it."""
+def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
+    """None if run_dir holds a complete run with exactly these settings and files, else (kind, what is wrong).
+
+    kind is "files" when only the files the games depend on changed (the
+    run is played again), "other" when the directory holds another run.
+    """
     try:
         m = runner.read_manifest(run_dir)
-    except (UsageError, RunError):
-        return "it is not a readable run"
+        runner.run_parts(run_dir, m)
+    except (UsageError, RunError) as e:
+        return "other", f"it is not a readable run: {e}"
     if m.get("status") != "complete":
-        return f"it is {m.get('status')}; finish it with: sim run --resume {run_dir}"
+        return "other", f"it is {m.get('status')}; finish it with: sim run --resume {run_dir}"
     want = {"policy": config.policy, "n": config.n, "seed": config.seed, "rules": config.rules.as_dict(),
             "deal_algorithm": K.DEAL_ALGORITHM, "deals": None}
     if config.policy_args or m.get("policy_args"):
@@ -418,7 +423,13 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> str | None:
         wrong.append("it has no deck column (wanted --record-deals)")
     if sum(m.get("parts", {}).values()) != config.n:
         wrong.append("its parts do not hold n games")
-    return "; ".join(wrong) or None
+    if wrong:
+        return "other", "; ".join(wrong)
+    recorded, now = m.get("files") or {}, dict(config.files)
+    changed = [p for p in sorted(set(recorded) | set(now)) if recorded.get(p) != now.get(p)]
+    if changed:
+        return "files", f"{changed[0]} is not the file its games were played with"
+    return None
 
 
 def policy_args_for(policy_names: list[str], policy_args: dict[str, str] | None) -> dict[str, dict[str, str]]:
@@ -468,13 +479,18 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
         raise UsageError("the same run is asked for twice: " + ", ".join(sorted({str(d) for d in dirs if dirs.count(d) > 1})))
     plan = []
     for config, out in zip(configs, dirs):
-        if out.exists() and not force:
-            problem = _reuse_problem(out, config)
+        config, why = settled(config), ""
+        reuse = out.exists() and not force
+        if reuse:
+            with runner.writer_lock(out):  # no writer may be half way through it while it is checked
+                problem = _reuse_problem(out, config)
+            if problem and problem[0] == "other":
+                raise UsageError(f"{out} already holds another run ({problem[1]}); use --force to replace it")
             if problem:
-                raise UsageError(f"{out} already holds another run ({problem}); use --force to replace it")
-        plan.append((config, out, out.exists() and not force))
+                reuse, why = False, f" again ({problem[1]})"
+        plan.append((config, out, reuse, why))
     made = []
-    for k, (config, out, reuse) in enumerate(plan, 1):
+    for k, (config, out, reuse, why) in enumerate(plan, 1):
         what = f"{config.policy}" + ("" if rules_text(config.rules.as_dict()) == "default"
                                      else f" ({rules_text(config.rules.as_dict())})")
         if reuse:
@@ -482,8 +498,8 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
                 notify(f"[{k}/{len(plan)}] {what}: reusing {out}")
         else:
             if notify:
-                notify(f"[{k}/{len(plan)}] {what}: playing {n:,} games into {out}")
-            run(config, out=out, force=force, workers=workers, progress=progress, command=command)
+                notify(f"[{k}/{len(plan)}] {what}: playing {n:,} games into {out}{why}")
+            run(config, out=out, force=force or bool(why), workers=workers, progress=progress, command=command)
         made.append((out, reuse))
     return made
 

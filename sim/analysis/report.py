@@ -19,7 +19,7 @@ import polars as pl
 
 from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, rules_text
 from sim.jobs.play import END_ENUM
-from sim.jobs.runner import GAMES, RunError, UsageError, read_manifest
+from sim.jobs.runner import GAMES, RunError, UsageError, read_manifest, run_parts
 from sim.jobs.solve import SolveSummary, summarize_solve
 from sim.stats import quantile_from_counts, wilson
 
@@ -114,9 +114,10 @@ def game_counts(run_dir: str | Path) -> pl.DataFrame:
     games_dir = Path(run_dir) / GAMES
     schema = {"won": pl.Boolean, "score": pl.UInt8, "cards_played": pl.UInt8, "face_down": pl.UInt8,
               "end": END_ENUM, "count": pl.UInt64}
-    if not any(games_dir.glob("*.parquet")):
+    parts = run_parts(run_dir)
+    if not parts:
         return pl.DataFrame(schema=schema)
-    lf = pl.scan_parquet(games_dir / "*.parquet")
+    lf = pl.scan_parquet(parts)
     try:
         missing = [k for k in KEYS if k not in lf.collect_schema().names()]
         if missing:
@@ -340,9 +341,10 @@ def solve_report_text(r: SolveSummary) -> str:
 def is_solve_run(run_dir) -> bool:
     """Does `run_dir` hold a solve run (manifest kind "solve")?"""
     try:
-        return json.loads((Path(run_dir) / "manifest.json").read_text()).get("kind") == "solve"
+        m = json.loads((Path(run_dir) / "manifest.json").read_text())
     except (OSError, ValueError):
         return False
+    return isinstance(m, dict) and m.get("kind") == "solve"
 
 
 def load_solve_report(run_dir) -> SolveSummary:

@@ -24,7 +24,10 @@ def _raw_decks(path: Path) -> list:
     if suffix in (".parquet", ".pq"):
         import polars as pl
 
-        frame = pl.read_parquet(path)
+        try:
+            frame = pl.read_parquet(path)
+        except Exception as e:  # polars raises its own errors for a file that is not Parquet
+            raise ValueError(f"{path}: not a readable Parquet file ({type(e).__name__})") from None
         if "deck" not in frame.columns:
             raise ValueError(f"{path}: no column 'deck' (columns: {', '.join(frame.columns)})")
         return frame["deck"].to_list()

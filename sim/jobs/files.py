@@ -37,12 +37,30 @@ def write_json_atomic(path: Path, data) -> None:
     write_atomic(path, write)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def remove_temp_files(directory: Path) -> int:
-    """Delete leftovers of interrupted writes; returns how many."""
+    """Delete leftovers of interrupted writes (those of processes no longer running); returns how many.
+
+    A temporary file of a live process other than this one is left alone:
+    it may be another writer's file in the middle of its rename.
+    """
     count = 0
     if directory.is_dir():
         for p in directory.iterdir():
-            if TMP_MARK in p.name:
-                p.unlink(missing_ok=True)
-                count += 1
+            if TMP_MARK not in p.name:
+                continue
+            pid = p.name.rpartition(TMP_MARK)[2]
+            if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+                continue
+            p.unlink(missing_ok=True)
+            count += 1
     return count

@@ -9,7 +9,7 @@ size or the executor, which are options of `run`, not of the config.
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
@@ -19,8 +19,9 @@ from sim.stats import wilson
 from sim.engine.results import END_NAMES
 from sim.engine.rules import Rules
 from sim.jobs import runner
-from sim.jobs.runner import GAMES, Job, UsageError
+from sim.jobs.runner import Job, UsageError
 from sim.players.api import play_decks, play_range, resolve, warm_up
+from sim.players.plugins import pinned
 
 log = logging.getLogger("sim.runner")
 
@@ -50,6 +51,23 @@ class RunConfig:
     """Digest of the deal file (filled in when the run starts, checked on resume)."""
     record_deals: bool = False
     """Store each game's deck in a `deck` column."""
+    files: tuple[tuple[str, str], ...] = ()
+    """(absolute path, SHA-256) of every file the games depend on besides the deal file: a plugin's
+    source, a weights file (filled in when the run starts, checked on resume and reuse)."""
+
+
+def settled(config: RunConfig) -> RunConfig:
+    """The config as its manifest records it: file paths absolute, with the digests of those files."""
+    policy, args, paths = pinned(config.policy, dict(config.policy_args))
+    files = runner.dependency_digests(paths)
+    return replace(config, policy=policy, policy_args=tuple(args.items()), files=tuple(files.items()))
+
+
+def is_plugin(policy: str) -> bool:
+    """Is `policy` code from outside the package (not a built-in nor the oracle)?"""
+    import policies
+
+    return policy not in policies.BUILTIN and policy != "oracle"
 
 
 @dataclass(frozen=True)
@@ -76,11 +94,13 @@ class RunSummary:
     """Games played by this invocation per second of wall time."""
     status: str
     """complete or incomplete."""
+    note: str = ""
+    """A line said before the figures (e.g. that the run was complete already and nothing was played)."""
 
     def text(self) -> str:
         """The summary `sim run` prints."""
         score = "n/a" if self.mean_score is None else f"{self.mean_score:.2f}"
-        return "\n".join([
+        return "\n".join(([self.note] if self.note else []) + [
             f"games      {self.games:,}",
             f"wins       {self.wins:,}",
             f"win rate   {self.win_rate:.4%}  (95% CI {self.win_rate_low:.4%} .. {self.win_rate_high:.4%})",
@@ -146,19 +166,17 @@ def games_frame(cols: dict) -> pl.DataFrame:
         "piles": pl.Series(cols["piles"], dtype=pl.UInt8),
         "end": pl.Series(cols["end"], dtype=pl.UInt8),
     }).with_columns(
-        pl.when(pl.col("score") >= 0).then(pl.col("score")).cast(pl.UInt8).alias("score"),
+        runner.null_when_negative("score"),
         pl.col("end").replace_strict(_END_CODES, return_dtype=END_ENUM),
     )
-    if cols.get("deck") is not None:
-        frame = frame.with_columns(pl.Series("deck", cols["deck"]).cast(pl.List(pl.UInt8)))
-    return frame
+    return runner.with_decks(frame, cols)
 
 
 def summarize(run_dir: Path, seconds: float, played: int, status: str) -> RunSummary:
-    """The summary of a run directory's games, from one scan of its parts."""
-    games_glob = str(Path(run_dir) / GAMES / "*.parquet")
-    if any((Path(run_dir) / GAMES).glob("*.parquet")):
-        row = pl.scan_parquet(games_glob).select(
+    """The summary of a run directory's games, from one scan of its parts (each checked first)."""
+    parts = runner.run_parts(run_dir)
+    if parts:
+        row = pl.scan_parquet(parts).select(
             pl.len().alias("games"),
             pl.col("won").sum().alias("wins"),
             pl.col("score").mean().alias("mean_score"),
@@ -184,7 +202,8 @@ def _payload(config: RunConfig) -> dict:
 
 
 def _settings(config: RunConfig) -> dict:
-    return {"policy": config.policy, "policy_args": dict(config.policy_args), **runner.deal_fields(config)}
+    return {"policy": config.policy, "policy_args": dict(config.policy_args), **runner.deal_fields(config),
+            "files": dict(config.files)}
 
 
 def config_from_manifest(m: dict) -> RunConfig:
@@ -193,6 +212,7 @@ def config_from_manifest(m: dict) -> RunConfig:
         policy=m["policy"], n=m["n"], seed=m["seed"], rules=Rules(**m["rules"]),
         policy_args=tuple((m.get("policy_args") or {}).items()), deals=m.get("deals"),
         deals_sha256=m.get("deals_sha256"), record_deals=m.get("record_deals", False),
+        files=tuple((m.get("files") or {}).items()),
     )
 
 
@@ -220,5 +240,31 @@ def run(config: RunConfig, *, out: str | Path | None = None, force: bool = False
         resolve(config.policy, dict(config.policy_args))
     except ValueError as e:
         raise UsageError(str(e)) from None
+    config = settled(config)
     return runner.start(PLAY, config, out=out, force=force, workers=workers, chunk_size=chunk_size,
                         executor=executor, scheduler=scheduler, progress=progress, command=command)
+
+
+def resume(run_dir: str | Path, *, policy: str | None = None, policy_args=None, workers: int | None = None,
+           executor: str | None = None, scheduler: str | None = None, progress: bool = False) -> RunSummary:
+    """Finish an interrupted run; only its missing parts are played (see `sim.jobs.runner.resume`).
+
+    A run of a plugin is resumed only when `policy` (and `policy_args`)
+    name it again, exactly as recorded: a resume never imports code that
+    the caller did not name.
+    """
+    def check(config: RunConfig, m: dict) -> None:
+        if not is_plugin(config.policy):
+            if policy is not None and policy != config.policy:
+                raise UsageError(f"{run_dir} is a run of {config.policy!r}, not {policy!r}")
+            return
+        if policy is None:
+            raise UsageError(f"{run_dir} is a run of the plugin {config.policy!r}; resuming it runs that code, "
+                             f"so name it again: --resume {run_dir} --policy {config.policy}")
+        given, args, _ = pinned(policy, {str(k): str(v) for k, v in (policy_args or dict(config.policy_args)).items()})
+        if given != config.policy or args != dict(config.policy_args):
+            raise UsageError(f"{run_dir} is a run of {config.policy!r} with {dict(config.policy_args)}, "
+                             f"not {given!r} with {args}")
+
+    return runner.resume(PLAY, run_dir, workers=workers, executor=executor, scheduler=scheduler,
+                         progress=progress, check=check)

@@ -6,10 +6,24 @@ its own pipe, the main process hands out one task at a time, and it waits on
 the pipes and the processes' sentinels together: a dead worker is noticed at
 once and named with its task. Workers are forked, so they inherit the
 compiled kernels and the logging handlers of the main process.
+
+Guarantees:
+
+- a task's result comes back with its key, or the pool raises WorkerDied or
+  TaskFailed naming the key;
+- at most one task per worker is in flight;
+- on any exit of the caller (an error, KeyboardInterrupt, the generator
+  closed) every worker is stopped and joined;
+- workers never outlive the main process: each asks the kernel for SIGKILL
+  when its parent dies (Linux's PR_SET_PDEATHSIG), and closes its copies of
+  the main process's pipe ends, so a worker blocked on its pipe sees the
+  end of it when the main process is gone, whatever killed it.
 """
 
+import ctypes
 import logging
 import multiprocessing
+import os
 import signal
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -42,11 +56,28 @@ class TaskFailed(RuntimeError):
         super().__init__(f"chunk {key} failed in a worker: {last}")
 
 
-def _worker_main(fn, conn, initializer):
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to kill this process when its parent dies (no-op elsewhere)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent_pid:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def _worker_main(fn, conn, initializer, parent_pid, inherited):
     # The main process decides what an interrupt means; a worker just stops
     # when told to, or when the main process terminates it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent(parent_pid)
+    for other in inherited:  # the main process's pipe ends, copied by fork
+        other.close()
     if initializer is not None:
         initializer()
     while True:
@@ -88,7 +119,8 @@ def run_tasks(
     try:
         for w in range(workers):
             parent, child = ctx.Pipe()
-            p = ctx.Process(target=_worker_main, args=(fn, child, initializer), name=f"worker-{w + 1}", daemon=True)
+            p = ctx.Process(target=_worker_main, args=(fn, child, initializer, os.getpid(), [*conns, parent]),
+                            name=f"worker-{w + 1}", daemon=True)
             p.start()
             child.close()
             procs.append(p)

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from sim.jobs import runner
+from sim.jobs import play, runner
 from sim.jobs.play import PLAY
 from sim.jobs.runner import UsageError, read_manifest
 from sim.jobs.solve import SOLVE
@@ -19,11 +19,17 @@ def job_of(run_dir: str | Path) -> runner.Job:
     return JOBS[kind]
 
 
-def resume(run_dir: str | Path, *, workers: int | None = None, executor: str | None = None,
-           scheduler: str | None = None, progress: bool = False):
+def resume(run_dir: str | Path, *, policy: str | None = None, policy_args=None, workers: int | None = None,
+           executor: str | None = None, scheduler: str | None = None, progress: bool = False):
     """Finish an interrupted run with the settings its manifest recorded; only missing parts are played.
 
-    The executor is the one the run used unless another is given.
+    It runs locally unless `executor` (and `scheduler`) say otherwise. A run
+    of a plugin needs its `policy` named again (see `sim.jobs.play.resume`).
     """
-    return runner.resume(job_of(run_dir), run_dir, workers=workers, executor=executor, scheduler=scheduler,
-                         progress=progress)
+    job = job_of(run_dir)
+    if job is PLAY:
+        return play.resume(run_dir, policy=policy, policy_args=policy_args, workers=workers, executor=executor,
+                           scheduler=scheduler, progress=progress)
+    if policy is not None:
+        raise UsageError(f"{run_dir} is a solve run; it takes no policy")
+    return runner.resume(job, run_dir, workers=workers, executor=executor, scheduler=scheduler, progress=progress)

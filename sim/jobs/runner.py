@@ -12,12 +12,12 @@ exact.
 """
 
 import contextlib
+import fcntl
 import functools
 import json
 import logging
 import math
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -44,6 +44,13 @@ log = logging.getLogger("sim.runner")
 
 MANIFEST = "manifest.json"
 GAMES = "games"
+LOCK = ".lock"
+"""The writer's lock file, inside the run directory."""
+FORMAT = "foursquare-sim run"
+"""The manifest's "format": what makes a directory a run of this project."""
+FORMAT_VERSION = 1
+MAX_CHUNKS = 10**8
+"""More parts than this is a mistake (or a chunk size of 1 on a huge run): refused."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,22 @@ def rules_suffix(rules) -> str:
     return "".join(f"-{key}{value}" for key, value in rules.as_dict().items() if value != getattr(default, key))
 
 
+def null_when_negative(name: str):
+    """Column `name` (int8, -1 for none) as uint8 with null for none: the score of a lost game, say."""
+    import polars as pl
+
+    return pl.when(pl.col(name) >= 0).then(pl.col(name)).cast(pl.UInt8).alias(name)
+
+
+def with_decks(frame, cols: dict):
+    """The part with its `deck` column (list of uint8) when the chunk recorded the decks."""
+    import polars as pl
+
+    if cols.get("deck") is None:
+        return frame
+    return frame.with_columns(pl.Series("deck", cols["deck"]).cast(pl.List(pl.UInt8)))
+
+
 # --- checking a config --------------------------------------------------------------------
 
 
@@ -120,8 +143,8 @@ def checked_rows(config):
         n = parse_count(n)
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n <= 0:
         raise UsageError(f"n {n!r} is not a positive whole number", "n")
-    if n > MAX_GAME:
-        raise UsageError(f"n {n} is more than the {MAX_GAME:,} games a seed has", "n")
+    if n > MAX_GAME + 1:
+        raise UsageError(f"n {n} is more than the 2**63 games a seed has", "n")
     if decks is not None and n > len(decks):
         raise UsageError(f"n {n} is more than the {len(decks)} decks in {config.deals}", "n")
     return replace(config, n=int(n)), decks
@@ -136,6 +159,30 @@ def _executor(kind: str, workers: int | None, scheduler: str | None) -> Executor
         raise UsageError(str(e)) from None
 
 
+# --- the files a run's rows depend on --------------------------------------------------------
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file, read in blocks."""
+    return file_digest(Path(path))
+
+
+def dependency_digests(paths) -> dict[str, str]:
+    """{absolute path: SHA-256} of the files a run's rows depend on (a plugin's source, a weights file)."""
+    return {str(Path(p).resolve()): file_sha256(Path(p)) for p in sorted(set(paths))}
+
+
+def changed_files(recorded: dict[str, str]) -> list[str]:
+    """The recorded files that are gone or whose digest changed, each as a phrase naming it."""
+    problems = []
+    for path, digest in (recorded or {}).items():
+        if not Path(path).is_file():
+            problems.append(f"{path} is gone")
+        elif file_sha256(Path(path)) != digest:
+            problems.append(f"{path} has changed since the run started")
+    return problems
+
+
 # --- manifest ------------------------------------------------------------------------------
 
 
@@ -143,15 +190,32 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+_SHAPE = {"n": int, "seed": int, "rules": dict, "chunk_size": int, "parts": dict, "status": str}
+"""Keys every manifest has, with their types (older manifests, from before the format marker, too)."""
+
+
+def is_manifest(m) -> bool:
+    """Is `m` (parsed JSON) a manifest of this project: its format marker, or the shape of an older one?"""
+    if not isinstance(m, dict):
+        return False
+    shaped = all(isinstance(m.get(k), t) and not isinstance(m.get(k), bool) for k, t in _SHAPE.items())
+    return shaped and (m.get("format") == FORMAT or "deal_algorithm" in m)
+
+
 def read_manifest(run_dir: Path) -> dict:
-    """The run directory's manifest; UsageError when there is none, RunError when it cannot be read."""
+    """The run directory's manifest; UsageError when there is none or it is not a run's, RunError when unreadable."""
     path = Path(run_dir) / MANIFEST
     if not path.is_file():
         raise UsageError(f"{run_dir} is not a run directory (no {MANIFEST})")
     try:
-        return json.loads(path.read_text())
+        m = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise RunError(f"cannot read {path}: {e}") from None
+    if not is_manifest(m):
+        raise UsageError(f"{path} is not the manifest of a foursquare-sim run")
+    if m.get("format") == FORMAT and m.get("format_version", 0) > FORMAT_VERSION:
+        raise UsageError(f"{path} was written by a newer foursquare-sim (format {m.get('format_version')})")
+    return m
 
 
 def deal_fields(config) -> dict:
@@ -176,12 +240,15 @@ class _Progress:
     command: str
     sessions: list
     parts: dict
+    """Part name -> {rows, first, last, sha256}."""
 
 
 def _manifest(job: Job, config, p: _Progress, status: str) -> dict:
     last = p.sessions[-1] if p.sessions else {}
     settings = job.settings(config)
     return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
         "kind": job.kind,
         **({"solve": settings.pop("solve")} if "solve" in settings else {}),
         "command": p.command,
@@ -198,63 +265,197 @@ def _manifest(job: Job, config, p: _Progress, status: str) -> dict:
         "games_per_s": last.get("games_per_s"),
         "status": status,
         "sessions": p.sessions,
-        "parts": dict(sorted(p.parts.items())),
+        "parts": {name: info["rows"] for name, info in sorted(p.parts.items())},
+        "part_info": dict(sorted(p.parts.items())),
     }
+
+
+# --- the parts of a run ---------------------------------------------------------------------
+
+
+def _chunk_of(name: str) -> int | None:
+    """k for a file called part-k.parquet (5 or more digits), else None."""
+    if not (name.startswith("part-") and name.endswith(".parquet")):
+        return None
+    digits = name[len("part-"):-len(".parquet")]
+    return int(digits) if digits.isdigit() and len(digits) >= 5 and part_name(int(digits)) == name else None
+
+
+def _expected(k: int, n: int, chunk_size: int) -> tuple[int, int, int]:
+    """(rows, first game, last game) of part k."""
+    first = k * chunk_size
+    last = min(first + chunk_size, n) - 1
+    return last - first + 1, first, last
+
+
+def _part_stats(path: Path) -> tuple[int, int | None, int | None]:
+    """(rows, first game, last game) of a part file, from its Parquet metadata and game column."""
+    import polars as pl
+
+    row = pl.scan_parquet(path).select(pl.len().alias("rows"), pl.col("game").min().alias("lo"),
+                                       pl.col("game").max().alias("hi")).collect().row(0)
+    return int(row[0]), row[1], row[2]
+
+
+def _part_problem(path: Path, k: int, n: int, chunk_size: int) -> str | None:
+    """What is wrong with part k's file (None when it holds exactly its games)."""
+    rows, first, last = _expected(k, n, chunk_size)
+    try:
+        got = _part_stats(path)
+    except Exception as e:  # not Parquet, or not a games table
+        return f"{path} is not a readable part ({type(e).__name__})"
+    if got != (rows, first, last):
+        return (f"{path} holds {got[0]} rows, games {got[1]}..{got[2]}; "
+                f"part {k} of this run holds {rows} rows, games {first}..{last}")
+    return None
+
+
+def stray_files(run_dir: Path) -> list[str]:
+    """Files in games/ that are not parts of a run (nor temporary files): ignored, with a warning."""
+    from sim.jobs.files import TMP_MARK
+
+    games_dir = Path(run_dir) / GAMES
+    if not games_dir.is_dir():
+        return []
+    return sorted(e.name for e in os.scandir(games_dir) if _chunk_of(e.name) is None and TMP_MARK not in e.name)
+
+
+def run_parts(run_dir: str | Path, m: dict | None = None) -> list[Path]:
+    """The part files of a run, each checked to hold exactly its games (the range check of the manifest).
+
+    Only the parts the manifest lists count; other files in games/ are
+    ignored with a warning. A part that is missing or holds other games is a
+    RunError naming the file (resume replays such a part).
+    """
+    run_dir = Path(run_dir)
+    m = m if m is not None else read_manifest(run_dir)
+    n, chunk_size = int(m["n"]), int(m["chunk_size"])
+    for name in stray_files(run_dir):
+        log.warning("%s: ignoring %s, which is not a part of this run", run_dir, Path(GAMES) / name)
+    paths = []
+    for name in sorted(m.get("parts") or {}):
+        k = _chunk_of(name)
+        path = run_dir / GAMES / name
+        if k is None or not path.is_file():
+            raise RunError(f"{path}: listed in the manifest but missing; finish the run with --resume")
+        problem = _part_problem(path, k, n, chunk_size)
+        if problem:
+            raise RunError(f"{problem}; resume the run to play it again")
+        paths.append(path)
+    return paths
+
+
+def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> dict[str, dict]:
+    """Parts already on disk that a resume can keep: listed with the same digest, or checked game by game.
+
+    The directory is listed once. A part whose digest differs from the
+    manifest's, or whose games are not its chunk's, is played again.
+    """
+    games_dir = run_dir / GAMES
+    recorded = (m or {}).get("part_info") or {}
+    kept = {}
+    for name in sorted(e.name for e in os.scandir(games_dir)) if games_dir.is_dir() else []:
+        k = _chunk_of(name)
+        if k is None or k >= chunk_count(n, chunk_size):
+            continue
+        path = games_dir / name
+        info = recorded.get(name)
+        if info is not None:
+            if file_sha256(path) != info.get("sha256"):
+                log.warning("%s differs from the part this run wrote: playing it again", path)
+                continue
+            kept[name] = info
+            continue
+        problem = _part_problem(path, k, n, chunk_size)
+        if problem:
+            log.warning("%s: playing it again", problem)
+            continue
+        rows, first, last = _expected(k, n, chunk_size)
+        kept[name] = {"rows": rows, "first": first, "last": last, "sha256": file_sha256(path)}
+    return kept
+
+
+# --- the writer's lock ----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def writer_lock(run_dir: Path):
+    """Hold the run directory's exclusive lock while writing it; RunError naming the holder otherwise.
+
+    A POSIX record lock (fcntl.lockf) on ``<run>/.lock``: it belongs to this
+    process (forked workers do not inherit it) and the kernel releases it
+    when the process ends, however it ends, so a lock left by a dead
+    process is simply taken. The holder writes its pid into the file.
+    """
+    run_dir = Path(run_dir)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise RunError(f"cannot create {run_dir}: {e.strerror or e}") from None
+    try:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise RunError(f"{run_dir} is being written by another process (pid {holder}); "
+                           f"wait for it to finish") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 # --- running ------------------------------------------------------------------------------------
 
 
-def _existing_parts(games_dir: Path, n: int, chunk_size: int) -> dict[str, int]:
-    """Parts already on disk with the row count their chunk should have."""
-    import polars as pl
-
-    done = {}
-    for k in range(chunk_count(n, chunk_size)):
-        path = games_dir / part_name(k)
-        if path.is_file():
-            want = min(chunk_size, n - k * chunk_size)
-            try:
-                rows = pl.scan_parquet(path).select(pl.len()).collect().item()
-            except Exception:  # an unreadable part is simply played again
-                rows = -1
-            if rows == want:
-                done[path.name] = rows
-            else:
-                log.warning("%s has %d rows, expected %d: playing it again", path.name, rows, want)
-    return done
-
-
 @contextlib.contextmanager
 def _interrupt_on_sigterm():
-    """Turn SIGTERM into KeyboardInterrupt while the run is in progress (main thread only)."""
+    """Turn SIGTERM into KeyboardInterrupt while the run is in progress (main thread only).
+
+    A second Ctrl-C or SIGTERM while the first is being handled is ignored,
+    so shutting down the workers is never cut short.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, handler)
+    previous_int = signal.signal(signal.SIGINT, handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
+
+
+def _save(job: Job, config, run_dir: Path, p: _Progress, status: str) -> None:
+    try:
+        write_json_atomic(run_dir / MANIFEST, _manifest(job, config, p, status))
+    except OSError as e:
+        raise RunError(f"cannot write {run_dir / MANIFEST}: {e.strerror or e}") from None
 
 
 def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, decks: np.ndarray | None):
-    """Play the chunks whose part is missing, write each part as it comes, keep the manifest current."""
+    """Play the chunks whose part is missing, write each part as it comes, keep the manifest current.
+
+    The caller holds the writer's lock and has written a manifest already.
+    """
     from tqdm import tqdm
 
     games_dir = run_dir / GAMES
     resume_hint = f"sim {job.command} --resume {run_dir}"
-    remove_temp_files(games_dir)
-    remove_temp_files(run_dir)
-    p.parts = _existing_parts(games_dir, config.n, p.chunk_size)
-    todo = [k for k in range(chunk_count(config.n, p.chunk_size)) if part_name(k) not in p.parts]
+    todo = (k for k in range(chunk_count(config.n, p.chunk_size)) if part_name(k) not in p.parts)
+    missing = chunk_count(config.n, p.chunk_size) - len(p.parts)
     session = {"started": _now(), **p.executor.describe(), "games": 0}
     if p.executor.kind == "local":  # no idle workers
-        p.executor = Executor("local", min(p.executor.workers, max(1, len(todo))))
+        p.executor = Executor("local", min(p.executor.workers, max(1, missing)))
         session["workers"] = p.executor.workers
     p.sessions = p.sessions + [session]
     t0 = time.perf_counter()
@@ -263,13 +464,9 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
         session["ended"] = _now()
         session["seconds"] = round(time.perf_counter() - t0, 3)
         session["games_per_s"] = round(session["games"] / session["seconds"], 1) if session["seconds"] else None
-        write_json_atomic(run_dir / MANIFEST, _manifest(job, config, p, status))
+        _save(job, config, run_dir, p, status)
 
-    try:
-        save("incomplete")
-    except OSError as e:
-        raise RunError(f"cannot write to {run_dir}: {e.strerror or e}") from None
-
+    save("incomplete")
     common = job.payload(config)
 
     def tasks():
@@ -279,8 +476,8 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
             yield k, {"chunk": k, "start": start, "stop": stop, **common,
                       "decks": None if decks is None else decks[start:stop]}
 
-    bar = tqdm(total=config.n, initial=sum(p.parts.values()), unit=job.unit, unit_scale=True, disable=not progress,
-               file=sys.stderr, smoothing=0.1, dynamic_ncols=True)
+    bar = tqdm(total=config.n, initial=sum(i["rows"] for i in p.parts.values()), unit=job.unit, unit_scale=True,
+               disable=not progress, file=sys.stderr, smoothing=0.1, dynamic_ncols=True)
     status = "incomplete"
     try:
         warm = functools.partial(job.warm, config, decks is not None)  # Dask workers warm themselves
@@ -288,11 +485,14 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
             for k, cols in results:
                 name = part_name(k)
                 frame = job.frame(cols)
+                path = games_dir / name
                 try:
-                    write_atomic(games_dir / name, frame.write_parquet)
+                    write_atomic(path, frame.write_parquet)
+                    digest = file_sha256(path)
                 except OSError as e:
-                    raise RunError(f"cannot write {games_dir / name}: {e.strerror or e}") from None
-                p.parts[name] = frame.height
+                    raise RunError(f"cannot write {path}: {e.strerror or e}") from None
+                rows, first, last = _expected(k, config.n, p.chunk_size)
+                p.parts[name] = {"rows": frame.height, "first": first, "last": last, "sha256": digest}
                 session["games"] += frame.height
                 bar.update(frame.height)
         status = "complete"
@@ -311,9 +511,79 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
         raise RunError(f"{e}. Finished parts are kept; finish with: {resume_hint}") from e
     finally:
         bar.close()
-        with contextlib.suppress(OSError):
-            save(status)
+        if status != "complete":
+            with contextlib.suppress(RunError):  # the error on its way out says more than this one
+                save(status)
+    save(status)  # a failure here is the run's failure: the manifest would not say it is complete
     return job.summarize(run_dir, session["seconds"], session["games"], status)
+
+
+def _warm(job: Job, config, from_file: bool, resume_hint: str) -> None:
+    """Compile or load what the job needs (in the main process, before any worker exists)."""
+    try:
+        with _interrupt_on_sigterm():
+            job.warm(config, from_file)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted before any game was played. Finish with: {resume_hint}") from None
+
+
+def _is_run(run_dir: Path) -> bool:
+    try:
+        read_manifest(run_dir)
+    except (UsageError, RunError):
+        return False
+    return True
+
+
+def _prepare_dir(run_dir: Path, force: bool) -> None:
+    """Make `run_dir` ready for a new run (the caller holds its lock): empty, or a run replaced with `force`.
+
+    Only what a run owns is removed: its manifest and its part files; any
+    other file stays, and a directory holding other things than a run is
+    refused, even with `force`.
+    """
+    from sim.jobs.files import TMP_MARK
+
+    entries = {e.name for e in os.scandir(run_dir)} - {LOCK}
+    if _is_run(run_dir):
+        if not force:
+            raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to finish it "
+                             f"or --force to replace it")
+        try:
+            games_dir = run_dir / GAMES
+            if games_dir.is_dir():
+                for e in os.scandir(games_dir):
+                    if _chunk_of(e.name) is not None or TMP_MARK in e.name:
+                        os.unlink(e.path)
+            (run_dir / MANIFEST).unlink()
+        except OSError as e:
+            raise RunError(f"cannot clear {run_dir}: {e.strerror or e}") from None
+    elif entries - {GAMES} or (GAMES in entries and any(os.scandir(run_dir / GAMES))):
+        what = "holds no run" if MANIFEST not in entries else f"has a {MANIFEST} that is not a run's"
+        raise UsageError(f"out {run_dir} is a non-empty directory that {what}; choose another", "out")
+    try:
+        (run_dir / GAMES).mkdir(exist_ok=True)
+    except OSError as e:
+        raise RunError(f"cannot create {run_dir / GAMES}: {e.strerror or e}") from None
+
+
+def _complete_already(job: Job, config, run_dir: Path):
+    """The summary of the complete run `run_dir` holds when it has exactly these settings (and files), else None."""
+    if not _is_run(run_dir):
+        return None
+    m = read_manifest(run_dir)
+    settings = job.settings(config)
+    if m.get("status") != "complete" or m.get("kind", "run") != job.kind or m.get("format") != FORMAT:
+        return None
+    if any(m.get(k) != v for k, v in settings.items()) or changed_files(m.get("files")):
+        return None
+    try:
+        run_parts(run_dir, m)
+    except RunError:
+        return None
+    summary = job.summarize(run_dir, float(m.get("seconds") or 0.0), sum((m.get("parts") or {}).values()), "complete")
+    return replace(summary, note=f"{run_dir} already holds this complete run: nothing was played "
+                                 f"(the figures below are that run's).")
 
 
 def start(job: Job, config, *, out: str | Path | None = None, force: bool = False, workers: int | None = None,
@@ -321,8 +591,10 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
           progress: bool = False, command: str | None = None):
     """Check `config`, prepare the run directory, compile what the job needs, then run every chunk.
 
-    Raises UsageError for bad settings, RunError when the run cannot finish,
-    Interrupted on Ctrl-C/SIGTERM (both leave it resumable).
+    The directory is locked for the whole run, and the manifest (status
+    incomplete) is written before anything is compiled, so a run stopped at
+    any moment is resumable. Raises UsageError for bad settings, RunError
+    when the run cannot finish, Interrupted on Ctrl-C/SIGTERM.
     """
     config, decks = checked_rows(config)
     chosen = _executor(executor, workers, scheduler)
@@ -330,55 +602,76 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
         chunk_size = job.default_chunk_size(config.n, chosen.workers)
     if chunk_size < 1:
         raise UsageError(f"chunk_size must be at least 1, not {chunk_size}", "chunk_size")
+    if chunk_count(config.n, chunk_size) > MAX_CHUNKS:
+        raise UsageError(f"chunk_size {chunk_size} makes more than {MAX_CHUNKS:,} parts of {config.n:,} rows; "
+                         f"use a larger one", "chunk_size")
     run_dir = Path(out) if out is not None else job.default_out(config)
-    _prepare_dir(run_dir, force)
-    job.warm(config, decks is not None)  # once, here, before any worker exists
-    p = _Progress(chosen, int(chunk_size), command or f"{job.kind}({config!r})", [], {})
-    return _execute(job, config, run_dir, p, progress, decks)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UsageError(f"out {run_dir} exists and is not a directory", "out")
+    created = not run_dir.exists()
+    with writer_lock(run_dir):
+        if not force:
+            done = _complete_already(job, config, run_dir)
+            if done is not None:
+                return done
+        _prepare_dir(run_dir, force)
+        p = _Progress(chosen, int(chunk_size), command or f"{job.kind}({config!r})", [], {})
+        _save(job, config, run_dir, p, "incomplete")
+        try:
+            _warm(job, config, decks is not None, f"sim {job.command} --resume {run_dir}")
+        except Interrupted:
+            raise  # the manifest is there: the run is resumable
+        except Exception:
+            _undo(run_dir, created)  # nothing was played: leave no half-made run behind
+            raise
+        return _execute(job, config, run_dir, p, progress, decks)
+
+
+def _undo(run_dir: Path, created: bool) -> None:
+    """Remove what `start` made before any part was written (the caller still holds the lock)."""
+    with contextlib.suppress(OSError):
+        (run_dir / MANIFEST).unlink(missing_ok=True)
+        if not any(os.scandir(run_dir / GAMES)):
+            (run_dir / GAMES).rmdir()
+        if created:
+            (run_dir / LOCK).unlink(missing_ok=True)
+            run_dir.rmdir()
 
 
 def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executor: str | None = None,
-           scheduler: str | None = None, progress: bool = False):
-    """Finish an interrupted job with the settings its manifest recorded; only missing parts are played.
+           scheduler: str | None = None, progress: bool = False, check=None):
+    """Finish an interrupted job with the settings its manifest recorded; only missing or wrong parts are played.
 
-    The executor is the one the run used unless another is given.
+    It runs locally unless `executor` says otherwise (a manifest's scheduler
+    address is never contacted unless given again). `check(config,
+    manifest)` may refuse the resume (UsageError) before any code named in
+    the manifest runs; every file the rows depend on must be unchanged.
     """
     run_dir = Path(run_dir)
-    m = read_manifest(run_dir)
-    config = job.from_manifest(m)
-    decks = None
-    if config.deals is not None:
-        if not Path(config.deals).is_file():
-            raise UsageError(f"the run's deal file {config.deals} is gone; it is needed to resume")
-        if file_digest(Path(config.deals)) != config.deals_sha256:
-            raise UsageError(f"the run's deal file {config.deals} has changed since the run started")
-        decks = load_deals(config.deals)
-    workers = int(workers or m.get("workers") or os.cpu_count() or 1)
-    kind = executor or m.get("executor") or "local"
-    chosen = _executor(kind, workers, scheduler or (m.get("scheduler") if kind == "dask" else None))
-    job.warm(config, decks is not None)
-    p = _Progress(chosen, int(m["chunk_size"]), m.get("command", ""), m.get("sessions", []), {})
-    return _execute(job, config, run_dir, p, progress, decks)
-
-
-def _prepare_dir(run_dir: Path, force: bool) -> None:
-    if run_dir.exists():
-        if not run_dir.is_dir():
-            raise UsageError(f"out {run_dir} exists and is not a directory", "out")
-        is_run = (run_dir / MANIFEST).exists() or (run_dir / GAMES).exists()
-        if is_run and not force:
-            raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to finish it "
-                             f"or --force to replace it")
-        if not is_run and any(run_dir.iterdir()):
-            raise UsageError(f"out {run_dir} is a non-empty directory that holds no run; choose another", "out")
-        if is_run:
-            try:
-                (run_dir / MANIFEST).unlink(missing_ok=True)
-                if (run_dir / GAMES).exists():
-                    shutil.rmtree(run_dir / GAMES)
-            except OSError as e:
-                raise RunError(f"cannot clear {run_dir}: {e.strerror or e}") from None
-    try:
-        (run_dir / GAMES).mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise RunError(f"cannot create {run_dir / GAMES}: {e.strerror or e}") from None
+    with writer_lock(run_dir):
+        m = read_manifest(run_dir)
+        try:
+            config = job.from_manifest(m)
+        except (KeyError, TypeError, ValueError) as e:
+            raise UsageError(f"{run_dir / MANIFEST} is not a complete {job.kind} manifest ({e})") from None
+        if check is not None:
+            check(config, m)
+        problems = changed_files(m.get("files"))
+        if problems:
+            raise UsageError(f"cannot resume {run_dir}: {problems[0]}; its rows would mix two versions")
+        decks = None
+        if config.deals is not None:
+            if not Path(config.deals).is_file():
+                raise UsageError(f"the run's deal file {config.deals} is gone; it is needed to resume")
+            if file_digest(Path(config.deals)) != config.deals_sha256:
+                raise UsageError(f"the run's deal file {config.deals} has changed since the run started")
+            decks = load_deals(config.deals)
+        workers = int(workers or os.cpu_count() or 1)
+        chosen = _executor(executor or "local", workers, scheduler)
+        chunk_size = int(m["chunk_size"])
+        remove_temp_files(run_dir / GAMES)
+        remove_temp_files(run_dir)
+        p = _Progress(chosen, chunk_size, m.get("command", ""), m.get("sessions", []),
+                      _verified_parts(run_dir, m, config.n, chunk_size))
+        _warm(job, config, decks is not None, f"sim {job.command} --resume {run_dir}")
+        return _execute(job, config, run_dir, p, progress, decks)

@@ -34,7 +34,7 @@ from sim import kernels as K
 from sim.engine.cards import deal_range, validate_decks
 from sim.engine.rules import Rules
 from sim.jobs import runner
-from sim.jobs.runner import GAMES, Job, UsageError, read_manifest
+from sim.jobs.runner import Job, UsageError, read_manifest
 from sim.players.api import warm_up
 from sim.players.oracle import warm_up_solver
 from sim.solver.solver import OUTCOMES, SolveResult, shared_solver
@@ -94,13 +94,11 @@ def solve_frame(cols: dict) -> pl.DataFrame:
         "moves": pl.Series(cols["moves"], dtype=pl.List(pl.UInt8)),
         "score_bound": pl.Series(cols["score_bound"], dtype=pl.Int8),
     }).with_columns(
-        pl.when(pl.col("score") >= 0).then(pl.col("score")).cast(pl.UInt8).alias("score"),
-        pl.when(pl.col("score_bound") >= 0).then(pl.col("score_bound")).cast(pl.UInt8).alias("score_bound"),
+        runner.null_when_negative("score"),
+        runner.null_when_negative("score_bound"),
         pl.col("outcome").replace_strict(dict(enumerate(OUTCOMES)), return_dtype=OUTCOME_ENUM),
     )
-    if cols.get("deck") is not None:
-        frame = frame.with_columns(pl.Series("deck", cols["deck"]).cast(pl.List(pl.UInt8)))
-    return frame
+    return runner.with_decks(frame, cols)
 
 
 # --- summary and report ------------------------------------------------------------------------
@@ -151,6 +149,8 @@ class SolveSummary:
     """complete or incomplete."""
     options: dict
     """The run's solver options (first_win, node_limit, time_limit)."""
+    note: str = ""
+    """A line said before the figures (e.g. that the run was complete already and nothing was solved)."""
 
     def lines(self) -> list[str]:
         """The summary's figures, one line each, shared by `sim solve` and `sim report`."""
@@ -186,7 +186,7 @@ class SolveSummary:
 
     def text(self) -> str:
         """The summary `sim solve` prints: the figures, then wall time and output directory."""
-        return "\n".join(self.lines() + [
+        return "\n".join(([self.note] if self.note else []) + self.lines() + [
             f"wall time    {self.seconds:.2f} s  ({self.deals_per_s:,.1f} deals/s)",
             f"output       {self.path}",
         ])
@@ -203,8 +203,8 @@ def summarize_solve(run_dir: Path, seconds: float, solved: int, status: str) -> 
     """The summary of a solve run directory's deals, from lazy scans of its parts."""
     run_dir = Path(run_dir)
     options = dict(read_manifest(run_dir).get("solve") or {})
-    parts = str(run_dir / GAMES / "*.parquet")
-    if any((run_dir / GAMES).glob("*.parquet")):
+    parts = runner.run_parts(run_dir)
+    if parts:
         lf = pl.scan_parquet(parts).select("outcome", "score", "proven_best", "nodes", "seconds", "score_bound")
         counts = dict(lf.group_by("outcome").len().collect().iter_rows())
         scores = (lf.filter(pl.col("outcome") == "won").group_by("score")
@@ -274,7 +274,8 @@ def _payload(config: SolveConfig) -> dict:
 
 
 def _settings(config: SolveConfig) -> dict:
-    return {"solve": config.options(), "policy": "solver", "policy_args": {}, **runner.deal_fields(config)}
+    return {"solve": config.options(), "policy": "solver", "policy_args": {}, **runner.deal_fields(config),
+            "files": {}}
 
 
 def config_from_manifest(m: dict) -> SolveConfig:

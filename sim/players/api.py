@@ -7,12 +7,15 @@ loop (plain-Python plugins), or the solver (the oracle).
 """
 
 import numpy as np
+from numba.core.errors import NumbaError
 
 import policies
 from sim import kernels as K
 from sim.engine.cards import check_game, check_seed, deal, deal_range, validate_deck, validate_decks
 from sim.engine.loop import Loops, builtin_loops
-from sim.engine.results import GameColumns, GameResult, GameTrace, finish_columns, illegal_move_error, new_columns
+from sim.engine.results import (
+    GameColumns, GameResult, GameTrace, PolicyError, finish_columns, illegal_move_error, new_columns,
+)
 from sim.engine.rules import Rules
 from sim.players import oracle, plugins
 from sim.players.plugins import PolicySpec
@@ -101,9 +104,19 @@ def _play(spec: PolicySpec, decks: np.ndarray, seed: int, first_game: int, rules
     """Fill the columns with the games of `decks` (row i is game first_game + i)."""
     loops = _loops(spec)
     if loops is not None:
-        loops.deck_batch(decks, np.uint64(seed), np.int64(first_game), spec.params(), rules.as_array(),
-                         cols["end"], cols["cards_played"], cols["face_down"], cols["piles"], cols["score"],
-                         cols["illegal"])
+        try:
+            loops.deck_batch(decks, np.uint64(seed), np.int64(first_game), spec.params(), rules.as_array(),
+                             cols["end"], cols["cards_played"], cols["face_down"], cols["piles"], cols["score"],
+                             cols["illegal"])
+        except Exception as e:
+            if spec.kind != "compiled":
+                raise
+            if isinstance(e, NumbaError):  # it never ran: it does not fit the contract
+                raise PolicyError(f"policy {spec.name!r} does not compile as a policy: {_first_line(e)}") from None
+            # A compiled plugin raised: play the games again turn by turn through Python to say
+            # which game and turn, as the error of any policy does.
+            plugins.play_python(spec, decks, seed, first_game, rules, new_columns(len(decks)))
+            raise
     elif spec.kind == "oracle":
         _play(resolve("greedy"), decks, seed, first_game, rules, cols)
         oracle.oracle_rows(decks, rules, oracle.oracle_options(spec.arg_dict), cols)
@@ -167,9 +180,16 @@ def warm_up(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded: bo
     if spec.kind == "oracle":
         oracle.warm_up_solver()
         spec = resolve("greedy")  # the oracle's fallback
-    if seeded:
-        play_range(0, 0, 1, spec)
-    if decks:
-        play_decks(deck, spec)
-    if replay:
-        trace(deck[0], spec)
+    try:
+        if seeded:
+            play_range(0, 0, 1, spec)
+        if decks:
+            play_decks(deck, spec)
+        if replay:
+            trace(deck[0], spec)
+    except NumbaError as e:  # the plugin does not fit the contract
+        raise PolicyError(f"policy {spec.name!r} does not compile as a policy: {_first_line(e)}") from None
+
+
+def _first_line(e: Exception) -> str:
+    return next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)

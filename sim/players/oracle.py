@@ -31,8 +31,9 @@ def oracle_options(policy_args: dict | None) -> int:
         raise ValueError(f"policy 'oracle' has no parameter {', '.join(sorted(unknown))}; it takes: nodes")
     text = str(args.get("nodes", ORACLE_NODES))
     try:
-        nodes = int(float(text.replace("_", "")))
-    except ValueError:
+        value = float(text.replace("_", ""))
+        nodes = int(value) if value.is_integer() else 0
+    except (ValueError, OverflowError):
         nodes = 0
     if not 1 <= nodes <= 10**12:
         raise ValueError(f"policy 'oracle': nodes={text!r} is not a positive integer")
@@ -61,7 +62,6 @@ def oracle_rows(decks: np.ndarray, rules: Rules, nodes: int, cols: dict) -> None
         g = oracle_game(deck, rules, nodes, solver)
         if g is None:
             continue  # greedy's game stands
-        cols["won"][i] = True
         cols["score"][i] = K.DECK_SIZE - g.cards_played
         cols["cards_played"][i] = g.cards_played
         cols["face_down"][i] = g.state[K.FACE_DOWN_COUNT]

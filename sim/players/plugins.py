@@ -100,6 +100,45 @@ def _load_target(target: str):
         raise ValueError(f"policy {target!r}: {where} has no attribute {attr!r}") from None
 
 
+def _source_file(target: str) -> Path | None:
+    """The file a plugin's code is in: the file of file.py:attr, or the module of module:attr."""
+    where = target.rpartition(":")[0]
+    if where.endswith(".py"):
+        return Path(where).resolve()
+    try:
+        origin = importlib.util.find_spec(where).origin
+    except (ImportError, AttributeError, ValueError):
+        return None
+    return Path(origin).resolve() if origin and Path(origin).is_file() else None
+
+
+def pinned(name: str, args: dict[str, str]) -> tuple[str, dict[str, str], list[Path]]:
+    """(name, args) with every file path made absolute, and the files a policy's games depend on.
+
+    Those files are a plugin's source (the file of ``file.py:attr``, or the
+    module of ``module:attr`` or of an entry point; not what it imports in
+    turn) and every ``--policy-arg`` value that names a file (a weights
+    file). A run records their digests, so that a resume or a reuse never
+    mixes games of two versions.
+    """
+    files = []
+    where, sep, attr = name.rpartition(":")
+    if sep and where.endswith(".py") and Path(where).is_file():
+        name = f"{Path(where).resolve()}:{attr}"
+    target = name if sep else entry_point_policies().get(name)
+    if target is not None:
+        source = _source_file(target)
+        if source is not None:
+            files.append(source)
+    pinned_args = {}
+    for key, value in args.items():
+        if value not in ("", ".") and Path(value).is_file():
+            value = str(Path(value).resolve())
+            files.append(Path(value))
+        pinned_args[key] = value
+    return name, pinned_args, files
+
+
 def entry_point_policies() -> dict[str, str]:
     """Policies other installed packages register: name -> module:attr."""
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
@@ -128,10 +167,14 @@ def resolve_plugin(name: str, items: tuple[tuple[str, str], ...]) -> PolicySpec:
 
 
 class Position:
-    """What a plain-Python policy sees of a game: read-only, and never the stock's order."""
+    """What a plain-Python policy sees of a game: never the stock's order.
+
+    Each turn's Position holds its own copy of the table, so nothing a
+    policy does to it reaches the game.
+    """
 
     def __init__(self, board: Board, seed: int, game: int, rng: random.Random):
-        self._board = board
+        self._board = _copy(board)
         self.seed = seed
         """Seed of the run (with `game`, what the policy's randomness may depend on)."""
         self.game = game
@@ -185,9 +228,13 @@ class Position:
 
     def board(self) -> Board:
         """A copy of the position as a Board, to try placements on."""
-        b = Board(self.rules)
-        b.state[:] = self._board.state
-        return b
+        return _copy(self._board)
+
+
+def _copy(board: Board) -> Board:
+    b = Board(board.rules)
+    b.state[:] = board.state
+    return b
 
 
 def make_python_policy(spec: PolicySpec):
@@ -221,7 +268,7 @@ def python_game(deck, decide, rules: Rules, seed: int, game: int, name: str) -> 
     state, r = board.state, rules.as_array()
     start = K.stream_start(np.uint64(seed), np.int64(game), K.STREAM_POLICY)
     rng = np.array([start], np.uint64)
-    position = Position(board, seed, game, random.Random(int(start)))
+    py_random = random.Random(int(start))
     code, played = K.END_STOCK_EMPTY, K.DECK_SIZE
     moves, fired = [], []
     for t in range(K.DECK_SIZE):
@@ -232,9 +279,10 @@ def python_game(deck, decide, rules: Rules, seed: int, game: int, name: str) -> 
             code, played = K.END_NO_MOVE, t
             break
         try:
-            cell = decide(position, state, card, legal, rng)
+            cell = decide(Position(board, seed, game, py_random), state.copy(), card, legal, rng)
         except Exception as e:
-            raise PolicyError(f"policy {name!r} raised {type(e).__name__}: {e} "
+            message = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
+            raise PolicyError(f"policy {name!r} raised {type(e).__name__}: {message} "
                               f"(seed {seed}, game {game}, turn {t + 1})") from e
         if isinstance(cell, bool) or not isinstance(cell, (int, np.integer)) or not 0 <= cell < K.CELLS \
                 or not (legal >> int(cell)) & 1:

@@ -1,0 +1,478 @@
+"""Fault injection: what a run directory guarantees (README, "What a run directory guarantees").
+
+One writer at a time; workers never outlive the main process; resume and
+reuse notice changed files; resume runs no code the command line did not
+name; --force removes only what a run owns; wrong parts are never trusted;
+absurd sizes and bad files are one-line errors; and after each fault a
+resumed run has exactly the rows of an uninterrupted one.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import sim
+from sim.cli import app
+from sim.jobs import runner
+
+from conftest import games_of
+
+ROOT = Path(__file__).resolve().parent.parent
+cli = CliRunner()
+
+PYTHON_PLUGIN = '''
+def choose(position, card):
+    return min(position.legal_cells())
+'''
+
+BAD_TYPES = '''
+from numba import njit
+
+@njit
+def choose(state, rules, card, legal, rng, params):
+    return "not a cell" + 1
+'''
+
+RAISES_AT_RUN_TIME = '''
+from numba import njit
+
+@njit
+def choose(state, rules, card, legal, rng, params):
+    if state[{turn}] == 3:
+        raise ValueError("a bug on the fourth card")
+    c = 0
+    while not (legal >> c) & 1:
+        c += 1
+    return c
+'''
+
+
+def sim_cmd(*args, cwd=None, **kw):
+    """`sim ARGS` in a fresh process (what a user runs), without a terminal."""
+    return subprocess.run([sys.executable, "-m", "sim", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd or ROOT, timeout=600, **kw)
+
+
+def one_line_error(result, code):
+    assert result.exit_code == code, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+def reference_rows(tmp_path, **config):
+    out = tmp_path / "reference"
+    sim.run(sim.RunConfig(**config), out=out, workers=1)
+    return games_of(out)
+
+
+def children_of(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                kids.append(int(entry.name))
+    return kids
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+# --- 1. one writer at a time --------------------------------------------------------------------
+
+
+def test_a_second_writer_is_refused_with_the_holders_pid(tmp_path):
+    out = tmp_path / "run"
+    sim.run(sim.RunConfig(n=1000, seed=1), out=out, workers=1)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from sim.jobs.runner import writer_lock\n"
+        f"with writer_lock(__import__('pathlib').Path({str(out)!r})):\n"
+        "    print('locked', flush=True); time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        for args in (["run", "-n", "1000", "--out", out], ["run", "-n", "1000", "--out", out, "--force"],
+                     ["run", "--resume", out]):
+            r = cli.invoke(app, list(map(str, args)))
+            line = one_line_error(r, 1)
+            assert f"pid {holder.pid}" in line
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder is dead: its lock went with it.
+    r = cli.invoke(app, ["run", "-n", "1000", "--out", str(out), "-q", "-w", "1", "--force"])
+    assert r.exit_code == 0, r.output
+
+
+def test_another_live_writers_temp_file_is_left_alone(tmp_path):
+    from sim.jobs.files import TMP_MARK, remove_temp_files
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        live = tmp_path / f"part-00000.parquet{TMP_MARK}{other.pid}"
+        dead = tmp_path / f"part-00001.parquet{TMP_MARK}999999999"
+        live.write_text("x")
+        dead.write_text("x")
+        assert remove_temp_files(tmp_path) == 1
+        assert live.exists() and not dead.exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_compare_refuses_while_a_run_it_would_reuse_is_being_written(tmp_path):
+    sim_cmd("compare", "--policy", "greedy", "--policy", "random", "-n", "2000", "-w", "1", "-q", cwd=tmp_path)
+    out = tmp_path / "results" / "greedy-seed0-n2000"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import time; from pathlib import Path; from sim.jobs.runner import writer_lock\n"
+        f"with writer_lock(Path({str(out)!r})):\n"
+        "    print('locked', flush=True); time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        r = sim_cmd("compare", "--policy", "greedy", "--policy", "random", "-n", "2000", "-w", "1", "-q",
+                    cwd=tmp_path)
+        assert r.returncode == 1 and f"pid {holder.pid}" in r.stderr, r.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+# --- 2. workers never outlive the main process --------------------------------------------------
+
+
+@pytest.mark.slow
+def test_workers_exit_when_the_main_process_is_killed(tmp_path):
+    out = tmp_path / "killed"
+    main = subprocess.Popen([sys.executable, "-m", "sim", "run", "-n", "1e8", "--chunk-size", "20000", "-w", "2",
+                             "-q", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 120
+        while len(children_of(main.pid)) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+        workers = children_of(main.pid)
+        assert len(workers) >= 2, "the workers never started"
+        time.sleep(0.5)
+        main.send_signal(signal.SIGKILL)
+        main.wait()
+        deadline = time.time() + 5
+        while any(alive(w) for w in workers) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not any(alive(w) for w in workers), "a worker outlived the main process"
+    finally:
+        if main.poll() is None:
+            main.kill()
+    # ... and the run is resumable to exactly the rows of an uninterrupted one.
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "incomplete"
+
+
+# --- 3. files the rows depend on ------------------------------------------------------------------
+
+
+def write_weights(path: Path, values):
+    path.write_text(json.dumps({"weights": dict(zip(
+        ("face_down", "to_open", "full_up", "full_down", "risk", "spread", "closed"), values))}))
+
+
+def test_resume_refuses_a_changed_weights_file_and_reuse_plays_again(tmp_path):
+    weights = tmp_path / "w.json"
+    write_weights(weights, [-3.8, -16.6, -2.2, -15.7, -1.4, 1.2, 4.0])
+    os.chdir(tmp_path)
+    r = cli.invoke(app, ["run", "--policy", "heuristic", "--policy-arg", "weights=w.json", "-n", "3000",
+                         "--chunk-size", "500", "-w", "1", "-q", "--out", "h"])
+    assert r.exit_code == 0, r.output
+    m = json.loads((tmp_path / "h" / "manifest.json").read_text())
+    assert m["policy_args"]["weights"] == str(weights.resolve())  # recorded absolute
+    assert m["files"] == {str(weights.resolve()): runner.file_sha256(weights)}
+    (tmp_path / "h" / "games" / "part-00003.parquet").unlink()
+    m["status"] = "incomplete"
+    (tmp_path / "h" / "manifest.json").write_text(json.dumps(m))
+    write_weights(weights, [-1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0])
+    line = one_line_error(cli.invoke(app, ["run", "--resume", "h"]), 2)
+    assert str(weights.resolve()) in line and "changed" in line
+
+
+def test_compare_reuses_only_when_the_weights_file_is_unchanged(tmp_path):
+    weights = tmp_path / "w.json"
+    write_weights(weights, [-3.8, -16.6, -2.2, -15.7, -1.4, 1.2, 4.0])
+    args = ["compare", "--policy", "greedy", "--policy", "heuristic", "--policy-arg", f"weights={weights}",
+            "-n", "1000", "-w", "1"]
+    first = sim_cmd(*args, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    again = sim_cmd(*args, cwd=tmp_path)
+    figures = lambda out: [line for line in out.splitlines() if "reused" not in line]  # noqa: E731
+    assert "reusing" in again.stderr and figures(again.stdout) == figures(first.stdout)
+    write_weights(weights, [-1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0])
+    changed = sim_cmd(*args, cwd=tmp_path)
+    assert changed.returncode == 0, changed.stderr
+    assert "again" in changed.stderr and str(weights.resolve()) in changed.stderr
+    assert figures(changed.stdout) != figures(first.stdout)
+
+
+# --- 4. resume runs no code it was not given ---------------------------------------------------------
+
+
+def test_resume_of_a_plugin_run_needs_the_plugin_named_again(tmp_path):
+    plugin = tmp_path / "lowest.py"
+    plugin.write_text(PYTHON_PLUGIN)
+    os.chdir(tmp_path)
+    r = cli.invoke(app, ["run", "--policy", "lowest.py:choose", "-n", "300", "--chunk-size", "100", "-w", "1",
+                         "-q", "--out", "p"])
+    assert r.exit_code == 0, r.output
+    want = games_of(tmp_path / "p")
+    m = json.loads((tmp_path / "p" / "manifest.json").read_text())
+    assert m["policy"] == f"{plugin.resolve()}:choose"
+    (tmp_path / "p" / "games" / "part-00001.parquet").unlink()
+    # Named nowhere on the command line: refused before anything is imported.
+    marker = tmp_path / "imported"
+    plugin.write_text(PYTHON_PLUGIN + f"\nopen({str(marker)!r}, 'w').close()\n")
+    line = one_line_error(cli.invoke(app, ["run", "--resume", "p"]), 2)
+    assert "--policy" in line and not marker.exists()
+    # Named, but changed since: refused, naming the file.
+    line = one_line_error(cli.invoke(app, ["run", "--resume", "p", "--policy", "lowest.py:choose"]), 2)
+    assert str(plugin.resolve()) in line
+    plugin.write_text(PYTHON_PLUGIN)
+    r = cli.invoke(app, ["run", "--resume", "p", "--policy", "lowest.py:choose", "-q"])
+    assert r.exit_code == 0, r.output
+    assert games_of(tmp_path / "p").equals(want)
+
+
+def test_a_dask_run_resumes_locally_unless_told(tmp_path):
+    out = tmp_path / "d"
+    sim.run(sim.RunConfig(n=2000), out=out, workers=1, chunk_size=500)
+    want = games_of(out)
+    m = json.loads((out / "manifest.json").read_text())
+    m.update(executor="dask", scheduler="tcp://192.0.2.1:8786", status="incomplete")
+    (out / "manifest.json").write_text(json.dumps(m))
+    (out / "games" / "part-00002.parquet").unlink()
+    sim.resume(out, workers=1)  # would time out connecting if it tried the recorded scheduler
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["sessions"][-1]["executor"] == "local" and m["status"] == "complete"
+    assert games_of(out).equals(want)
+
+
+# --- 5. --force removes only a run's own files ---------------------------------------------------------
+
+
+def test_force_refuses_what_is_not_a_run(tmp_path):
+    saves = tmp_path / "proj" / "games" / "saves"
+    saves.mkdir(parents=True)
+    (saves / "mygame.sav").write_text("precious")
+    (tmp_path / "proj" / "manifest.json").write_text(json.dumps({"name": "a web app", "icons": []}))
+    line = one_line_error(cli.invoke(app, ["run", "-n", "100", "--out", str(tmp_path / "proj"), "--force"]), 2)
+    assert "not a run" in line or "holds no run" in line
+    assert (saves / "mygame.sav").read_text() == "precious"
+    assert json.loads((tmp_path / "proj" / "manifest.json").read_text())["name"] == "a web app"
+
+
+def test_force_on_a_run_keeps_files_the_run_does_not_own(tmp_path):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1)
+    (out / "notes.txt").write_text("mine")
+    (out / "games" / "README").write_text("mine too")
+    r = cli.invoke(app, ["run", "-n", "400", "--seed", "2", "--out", str(out), "--force", "-q", "-w", "1"])
+    assert r.exit_code == 0, r.output
+    assert (out / "notes.txt").read_text() == "mine" and (out / "games" / "README").read_text() == "mine too"
+    assert json.loads((out / "manifest.json").read_text())["seed"] == 2
+
+
+# --- 6. parts are verified ---------------------------------------------------------------------------------
+
+
+def test_a_part_replaced_by_another_is_an_error_and_resume_replays_it(tmp_path):
+    want = reference_rows(tmp_path, n=4000, seed=5)
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=4000, seed=5), out=out, workers=1, chunk_size=1000)
+    other = tmp_path / "other"
+    sim.run(sim.RunConfig(policy="random", n=4000, seed=5), out=other, workers=1, chunk_size=1000)
+    games = out / "games"
+    shutil.copy(games / "part-00000.parquet", games / "part-00002.parquet")
+    for args in (["report", out], ["compare", out, other]):
+        line = one_line_error(cli.invoke(app, list(map(str, args))), 1)
+        assert "part-00002.parquet" in line
+    m = json.loads((out / "manifest.json").read_text())
+    m["status"] = "incomplete"
+    (out / "manifest.json").write_text(json.dumps(m))
+    sim.resume(out, workers=1)
+    assert games_of(out).equals(want)
+
+
+def test_stray_files_in_games_are_ignored_with_a_warning(tmp_path, caplog):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=2000), out=out, workers=1, chunk_size=1000)
+    shutil.copy(out / "games" / "part-00000.parquet", out / "games" / "extra.parquet")
+    (out / "games" / "junk.parquet").write_text("not parquet")
+    from sim.analysis.report import load_report
+
+    with caplog.at_level("WARNING"):
+        report = load_report(out)
+    assert report.games == 2000
+    assert "extra.parquet" in caplog.text and "junk.parquet" in caplog.text
+
+
+# --- 7. absurd sizes -----------------------------------------------------------------------------------------
+
+
+def test_huge_n_and_game_indexes_are_one_line_errors(tmp_path):
+    t0 = time.perf_counter()
+    one_line_error(cli.invoke(app, ["run", "-n", "1e30", "--out", str(tmp_path / "x")]), 2)
+    one_line_error(cli.invoke(app, ["solve", "-n", "1e30", "--out", str(tmp_path / "y")]), 2)
+    one_line_error(cli.invoke(app, ["deal", "--game", str(2**63)]), 2)
+    one_line_error(cli.invoke(app, ["run", "-n", "1e12", "--chunk-size", "1", "--out", str(tmp_path / "z")]), 2)
+    assert time.perf_counter() - t0 < 30
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+# --- 8, 9. interruptions and failed writes ------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_plugins_compile_leaves_a_resumable_run(tmp_path):
+    out = tmp_path / "c"
+    proc = subprocess.Popen([sys.executable, "-m", "sim", "run", "--policy", "examples/compiled_policy.py:choose",
+                             "-n", "2000", "-w", "1", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not (out / "manifest.json").exists() and time.time() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("the compile finished before the signal landed")
+    assert proc.returncode == 130, err
+    assert "resume" in err and "Traceback" not in err
+    assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
+    r = sim_cmd("run", "--resume", out, "--policy", "examples/compiled_policy.py:choose", "-q")
+    assert r.returncode == 0, r.stderr
+    assert len(games_of(out)) == 2000
+
+
+def test_a_failed_final_manifest_write_fails_the_run(tmp_path, monkeypatch):
+    out = tmp_path / "r"
+    real = runner.write_json_atomic
+    calls = {"n": 0}
+
+    def flaky(path, data):
+        if data.get("status") == "complete":
+            raise OSError(28, "No space left on device")
+        calls["n"] += 1
+        real(path, data)
+
+    monkeypatch.setattr(runner, "write_json_atomic", flaky)
+    with pytest.raises(runner.RunError, match="No space left"):
+        sim.run(sim.RunConfig(n=1000), out=out, workers=1)
+    assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
+
+
+# --- 10. one-line errors instead of tracebacks ---------------------------------------------------------------
+
+
+def test_bad_files_and_values_are_one_line_errors(tmp_path):
+    (tmp_path / "garbage.parquet").write_bytes(b"PAR1 this is not parquet")
+    one_line_error(cli.invoke(app, ["run", "--deals", str(tmp_path / "garbage.parquet"),
+                                    "--out", str(tmp_path / "g")]), 2)
+    for i, content in enumerate(['{"weights": [null, 1, 2, 3, 4, 5, 6]}', '"just a string"', '42',
+                                 '[NaN, 1, 2, 3, 4, 5, 6]']):
+        path = tmp_path / f"w{i}.json"
+        path.write_text(content)
+        one_line_error(cli.invoke(app, ["run", "--policy", "heuristic", "--policy-arg", f"weights={path}",
+                                        "-n", "10", "--out", str(tmp_path / f"w{i}")]), 2)
+    one_line_error(cli.invoke(app, ["run", "--policy", "heuristic", "--policy-arg", "weights=1,2,3,4,5,6,nan",
+                                    "-n", "10", "--out", str(tmp_path / "nan")]), 2)
+    for nodes in ("inf", "1.7", "-3"):
+        one_line_error(cli.invoke(app, ["run", "--policy", "oracle", "--policy-arg", f"nodes={nodes}", "-n", "1",
+                                        "--out", str(tmp_path / "o")]), 2)
+    one_line_error(cli.invoke(app, ["tune", "-n", "0"]), 2)
+    one_line_error(cli.invoke(app, ["run", "-n", "10", "--rule", "grid=3", "--rule", "grid=4"]), 2)
+    one_line_error(cli.invoke(app, ["run", "-n", "10", "--policy-arg", "a=1", "--policy-arg", "a=2"]), 2)
+
+
+def test_a_manifest_of_the_wrong_shape_is_a_one_line_error(tmp_path):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1)
+    other = tmp_path / "other"
+    sim.run(sim.RunConfig(n=500, policy="random"), out=other, workers=1)
+    for shape in ([1, 2, 3], {"n": "many", "seed": 0}, {"format": "foursquare-sim run", "kind": "run"}):
+        (out / "manifest.json").write_text(json.dumps(shape))
+        for args in (["run", "--resume", out], ["report", out], ["compare", out, other]):
+            r = cli.invoke(app, list(map(str, args)))
+            assert r.exit_code in (1, 2), r.output
+            one_line_error(r, r.exit_code)
+
+
+def test_plugin_faults_are_one_line_errors_naming_policy_seed_game_and_turn(tmp_path):
+    from sim import kernels as K
+
+    bad = tmp_path / "bad.py"
+    bad.write_text(BAD_TYPES)
+    line = one_line_error(cli.invoke(app, ["run", "--policy", f"{bad}:choose", "-n", "10", "-w", "1",
+                                           "--out", str(tmp_path / "bad")]), 1)
+    assert "does not compile" in line
+    assert not (tmp_path / "bad").exists(), "a plugin that does not compile must leave nothing behind"
+    raises = tmp_path / "raises.py"
+    raises.write_text(RAISES_AT_RUN_TIME.format(turn=K.TURN))
+    line = one_line_error(cli.invoke(app, ["run", "--policy", f"{raises}:choose", "-n", "10", "-w", "1",
+                                           "--out", str(tmp_path / "raises")]), 1)
+    assert "seed 0" in line and "game 0" in line and "turn 4" in line and "a bug on the fourth card" in line
+    assert "resume" not in line
+    python_raises = tmp_path / "pyraises.py"
+    python_raises.write_text("def choose(position, card):\n    raise KeyError('oops')\n")
+    line = one_line_error(cli.invoke(app, ["replay", "--policy", f"{python_raises}:choose"]), 1)
+    assert "turn 1" in line and "KeyError" in line
+    illegal = tmp_path / "illegal.py"
+    illegal.write_text("def choose(position, card):\n    return 0\n")
+    line = one_line_error(cli.invoke(app, ["replay", "--policy", f"{illegal}:choose"]), 1)
+    assert "illegal cell 0" in line
+
+
+# --- 11. smaller things ---------------------------------------------------------------------------------------------
+
+
+def test_resume_refuses_run_settings_given_with_it(tmp_path):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1)
+    for extra in (["-n", "10"], ["--seed", "3"], ["--rule", "grid=3"], ["--record-deals"], ["--chunk-size", "9"]):
+        line = one_line_error(cli.invoke(app, ["run", "--resume", str(out), *extra]), 2)
+        assert extra[0] in line
+
+
+def test_a_python_policy_cannot_change_the_game_through_its_position(tmp_path):
+    plugin = tmp_path / "vandal.py"
+    plugin.write_text(
+        "def choose(position, card):\n"
+        "    cell = min(position.legal_cells())\n"
+        "    position._board.state[:] = 0\n"  # scribbles over what it was given
+        "    return cell\n")
+    honest = tmp_path / "honest.py"
+    honest.write_text(PYTHON_PLUGIN)
+    decks = np.array([sim.deal(4, i) for i in range(5)], np.uint8)
+    a = sim.play_decks(decks, f"{plugin}:choose")
+    b = sim.play_decks(decks, f"{honest}:choose")
+    for field in ("end", "cards_played", "face_down", "piles", "score"):
+        assert np.array_equal(getattr(a, field), getattr(b, field))
+
+
+def test_workers_are_capped_at_the_number_of_chunks(tmp_path):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=100), out=out, workers=8, chunk_size=50)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["sessions"][-1]["workers"] == 2
