@@ -435,6 +435,27 @@ def _interrupt_on_sigterm():
         signal.signal(signal.SIGINT, previous_int)
 
 
+def part_metadata(job: Job, config, run_dir: Path) -> dict[str, str]:
+    """Key-value metadata of every part, so that a part found on its own says what it is."""
+    settings = job.settings(config)
+    deals = (f"file {config.deals} sha256 {config.deals_sha256}" if config.deals is not None
+             else f"{K.DEAL_ALGORITHM} seed {config.seed}")
+    about = {
+        "run": Path(run_dir).resolve().name,
+        "kind": job.kind,
+        "policy": settings.get("policy"),
+        "policy_args": json.dumps(settings.get("policy_args") or {}),
+        "seed": str(config.seed),
+        "n": str(config.n),
+        "rules": json.dumps(config.rules.as_dict()),
+        "deal_source": deals,
+        "version": __version__,
+    }
+    if "solve" in settings:
+        about["solve"] = json.dumps(settings["solve"])
+    return {f"foursquare_sim.{key}": str(value) for key, value in about.items()}
+
+
 def _save(job: Job, config, run_dir: Path, p: _Progress, status: str) -> None:
     try:
         write_json_atomic(run_dir / MANIFEST, _manifest(job, config, p, status))
@@ -468,6 +489,7 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
 
     save("incomplete")
     common = job.payload(config)
+    about = part_metadata(job, config, run_dir)
 
     def tasks():
         for k in todo:
@@ -486,8 +508,9 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
                 name = part_name(k)
                 frame = job.frame(cols)
                 path = games_dir / name
+                meta = {**about, "foursquare_sim.part": str(k)}
                 try:
-                    write_atomic(path, frame.write_parquet)
+                    write_atomic(path, lambda tmp: frame.write_parquet(tmp, metadata=meta))
                     digest = file_sha256(path)
                 except OSError as e:
                     raise RunError(f"cannot write {path}: {e.strerror or e}") from None
