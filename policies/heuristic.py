@@ -25,6 +25,7 @@ a placement that loses at once only when every legal cell loses.
 """
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -59,13 +60,22 @@ def parse_weights(text: str) -> list[float]:
     if text == "default":
         return DEFAULT_WEIGHTS.tolist()
     if "," in text or _is_number(text):
-        values = [float(v) for v in text.split(",")]
+        try:
+            values = [float(v) for v in text.split(",")]
+        except ValueError:
+            raise ValueError(f"weights {text!r}: not comma-separated numbers") from None
     else:
         path = Path(text)
         if not path.is_file():
             raise ValueError(f"weights {text!r} is neither a file nor comma-separated numbers")
-        data = json.loads(path.read_text())
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise ValueError(f"weights file {text}: not readable JSON ({e})") from None
         data = data.get("weights", data) if isinstance(data, dict) else data
+        if not isinstance(data, (dict, list)):
+            raise ValueError(f"weights file {text}: expected a list of numbers or {{feature: number}}, "
+                             f"not {type(data).__name__}")
         if isinstance(data, dict):
             unknown = set(data) - set(FEATURES)
             if unknown:
@@ -74,12 +84,21 @@ def parse_weights(text: str) -> list[float]:
             missing = [f for f in FEATURES if f not in data]
             if missing:
                 raise ValueError(f"{text} lacks weights for: {', '.join(missing)}")
-            values = [float(data[f]) for f in FEATURES]
+            values = [_weight(data[f], text) for f in FEATURES]
         else:
-            values = [float(v) for v in data]
+            values = [_weight(v, text) for v in data]
     if len(values) != len(FEATURES):
         raise ValueError(f"need {len(FEATURES)} weights ({', '.join(FEATURES)}), got {len(values)}")
+    bad = [f"{f}={v}" for f, v in zip(FEATURES, values) if not math.isfinite(v)]
+    if bad:
+        raise ValueError(f"weights must be finite numbers; {text} has {', '.join(bad)}")
     return values
+
+
+def _weight(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"weights file {where}: {value!r} is not a number")
+    return float(value)
 
 
 def _is_number(text: str) -> bool:
