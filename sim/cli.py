@@ -156,7 +156,7 @@ def execution(workers: int | None, quiet: bool, **options) -> dict:
     """The keyword arguments of how a job runs, shared by run, solve, compare and sweep."""
     if workers is not None and workers < 1:
         fail(f"--workers must be at least 1, not {workers}")
-    return dict(workers=workers, progress=not quiet, command=command_line(), **options)
+    return dict(workers=workers, progress=not quiet, command=command_line(), notify=_notifier(quiet), **options)
 
 
 def command_line() -> str:
@@ -259,7 +259,7 @@ def run(
             from sim.jobs.resume import resume as resume_run
 
             summary = resume_run(resume, policy=policy, policy_args=parse_policy_args(policy_arg) or None,
-                                 workers=workers, progress=not quiet,
+                                 workers=workers, progress=not quiet, notify=how["notify"],
                                  executor=executor if executor != "local" or scheduler else None,
                                  scheduler=scheduler)
         else:
@@ -382,7 +382,7 @@ def compare(
         fail("give either run directories or --policy, not both")
     if not runs and not policy:
         fail("give two or more run directories, or two or more --policy with -n")
-    how = execution(workers, quiet, force=force, record_deals=record_deals, notify=_notifier(quiet))
+    how = execution(workers, quiet, force=force, record_deals=record_deals)
     with library_errors(verbose):
         if policy:
             if n is None:
@@ -430,7 +430,7 @@ def sweep(
 
     _check_format(fmt)
     setup_logging(verbose, quiet)
-    how = execution(workers, quiet, force=force, record_deals=record_deals, notify=_notifier(quiet))
+    how = execution(workers, quiet, force=force, record_deals=record_deals)
     if n is None:
         fail("-n is required (e.g. -n 1e5): the games each combination plays")
     with library_errors(verbose):
@@ -553,7 +553,7 @@ def solve(
 
             if not is_solve_run(resume) and (resume / "manifest.json").exists():
                 fail(f"{resume} is not a solve run; finish a game run with: sim run --resume {resume}")
-            summary = resume_run(resume, workers=workers, progress=not quiet,
+            summary = resume_run(resume, workers=workers, progress=not quiet, notify=how["notify"],
                                  executor=executor if executor != "local" or scheduler else None,
                                  scheduler=scheduler)
         else:

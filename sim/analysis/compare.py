@@ -499,7 +499,8 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
         else:
             if notify:
                 notify(f"[{k}/{len(plan)}] {what}: playing {n:,} games into {out}{why}")
-            run(config, out=out, force=force or bool(why), workers=workers, progress=progress, command=command)
+            run(config, out=out, force=force or bool(why), workers=workers, progress=progress, command=command,
+                notify=notify)
         made.append((out, reuse))
     return made
 

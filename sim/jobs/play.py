@@ -20,7 +20,7 @@ from sim.engine.results import END_NAMES
 from sim.engine.rules import Rules
 from sim.jobs import runner
 from sim.jobs.runner import Job, UsageError
-from sim.players.api import play_decks, play_range, resolve, warm_up
+from sim.players.api import play_decks, play_range, resolve, to_compile, warm_up
 from sim.players.plugins import pinned
 
 log = logging.getLogger("sim.runner")
@@ -196,6 +196,10 @@ def _warm(config: RunConfig, from_file: bool) -> None:
     warm_up(config.policy, dict(config.policy_args), seeded=not from_file, decks=from_file)
 
 
+def _to_compile(config: RunConfig, from_file: bool) -> str | None:
+    return to_compile(config.policy, dict(config.policy_args), seeded=not from_file, decks=from_file)
+
+
 def _payload(config: RunConfig) -> dict:
     return {"seed": config.seed, "policy": config.policy, "policy_args": config.policy_args,
             "rules": config.rules.as_dict(), "record_deals": config.record_deals}
@@ -217,20 +221,20 @@ def config_from_manifest(m: dict) -> RunConfig:
 
 
 PLAY = Job(kind="run", command="run", unit="game", work=play_chunk, frame=games_frame, summarize=summarize,
-           warm=_warm, payload=_payload, settings=_settings, from_manifest=config_from_manifest,
+           warm=_warm, to_compile=_to_compile, payload=_payload, settings=_settings, from_manifest=config_from_manifest,
            default_out=default_out, default_chunk_size=default_chunk_size)
 """`sim run` as a job of sim.jobs.runner."""
 
 
 def run(config: RunConfig, *, out: str | Path | None = None, force: bool = False, workers: int | None = None,
         chunk_size: int | None = None, executor: str = "local", scheduler: str | None = None,
-        progress: bool = False, command: str | None = None) -> RunSummary:
+        progress: bool = False, command: str | None = None, notify=None) -> RunSummary:
     """Play the games `config` describes in worker processes and write them under `out`.
 
     Everything else is how they are played: `workers` (default: CPUs),
     `chunk_size` (games per part), `executor` (local or dask, with
     `scheduler`), `progress` (a bar on stderr), `force` (replace a run in
-    `out`). Returns the summary, whose `path` is the run directory. Raises
+    `out`), `notify` (hears of a compile before it starts). Returns the summary, whose `path` is the run directory. Raises
     UsageError for bad settings, RunError when the run cannot finish,
     Interrupted on Ctrl-C/SIGTERM (both leave the run resumable with `resume`).
     """
@@ -242,11 +246,12 @@ def run(config: RunConfig, *, out: str | Path | None = None, force: bool = False
         raise UsageError(str(e)) from None
     config = settled(config)
     return runner.start(PLAY, config, out=out, force=force, workers=workers, chunk_size=chunk_size,
-                        executor=executor, scheduler=scheduler, progress=progress, command=command)
+                        executor=executor, scheduler=scheduler, progress=progress, command=command, notify=notify)
 
 
 def resume(run_dir: str | Path, *, policy: str | None = None, policy_args=None, workers: int | None = None,
-           executor: str | None = None, scheduler: str | None = None, progress: bool = False) -> RunSummary:
+           executor: str | None = None, scheduler: str | None = None, progress: bool = False,
+           notify=None) -> RunSummary:
     """Finish an interrupted run; only its missing parts are played (see `sim.jobs.runner.resume`).
 
     A run of a plugin is resumed only when `policy` (and `policy_args`)
@@ -267,4 +272,4 @@ def resume(run_dir: str | Path, *, policy: str | None = None, policy_args=None, 
                              f"not {given!r} with {args}")
 
     return runner.resume(PLAY, run_dir, workers=workers, executor=executor, scheduler=scheduler,
-                         progress=progress, check=check)
+                         progress=progress, check=check, notify=notify)

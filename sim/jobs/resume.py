@@ -20,7 +20,7 @@ def job_of(run_dir: str | Path) -> runner.Job:
 
 
 def resume(run_dir: str | Path, *, policy: str | None = None, policy_args=None, workers: int | None = None,
-           executor: str | None = None, scheduler: str | None = None, progress: bool = False):
+           executor: str | None = None, scheduler: str | None = None, progress: bool = False, notify=None):
     """Finish an interrupted run with the settings its manifest recorded; only missing parts are played.
 
     It runs locally unless `executor` (and `scheduler`) say otherwise. A run
@@ -29,7 +29,8 @@ def resume(run_dir: str | Path, *, policy: str | None = None, policy_args=None, 
     job = job_of(run_dir)
     if job is PLAY:
         return play.resume(run_dir, policy=policy, policy_args=policy_args, workers=workers, executor=executor,
-                           scheduler=scheduler, progress=progress)
+                           scheduler=scheduler, progress=progress, notify=notify)
     if policy is not None:
         raise UsageError(f"{run_dir} is a solve run; it takes no policy")
-    return runner.resume(job, run_dir, workers=workers, executor=executor, scheduler=scheduler, progress=progress)
+    return runner.resume(job, run_dir, workers=workers, executor=executor, scheduler=scheduler, progress=progress,
+                         notify=notify)

@@ -71,6 +71,8 @@ class Job:
     """(run_dir, seconds, rows done, status) -> a summary with .text()."""
     warm: Callable[[object, bool], None]
     """(config, from a deal file) -> None: compiles or loads what `work` needs, before workers start."""
+    to_compile: Callable[[object, bool], str | None]
+    """(config, from a deal file) -> what `warm` will compile (None when numba's cache has it all)."""
     payload: Callable[[object], dict]
     """config -> what every chunk's payload carries besides its rows and decks."""
     settings: Callable[[object], dict]
@@ -541,10 +543,17 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
     return job.summarize(run_dir, session["seconds"], session["games"], status)
 
 
-def _warm(job: Job, config, from_file: bool, resume_hint: str) -> None:
-    """Compile or load what the job needs (in the main process, before any worker exists)."""
+def _warm(job: Job, config, from_file: bool, resume_hint: str, notify=None) -> None:
+    """Compile or load what the job needs (in the main process, before any worker exists).
+
+    A compile takes seconds where a cache load takes a fraction of one, so
+    `notify` hears about it before it starts.
+    """
     try:
         with _interrupt_on_sigterm():
+            what = job.to_compile(config, from_file) if notify is not None else None
+            if what:
+                notify(f"compiling {what} (first run only)…")
             job.warm(config, from_file)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted before any game was played. Finish with: {resume_hint}") from None
@@ -611,13 +620,14 @@ def _complete_already(job: Job, config, run_dir: Path):
 
 def start(job: Job, config, *, out: str | Path | None = None, force: bool = False, workers: int | None = None,
           chunk_size: int | None = None, executor: str = "local", scheduler: str | None = None,
-          progress: bool = False, command: str | None = None):
+          progress: bool = False, command: str | None = None, notify=None):
     """Check `config`, prepare the run directory, compile what the job needs, then run every chunk.
 
     The directory is locked for the whole run, and the manifest (status
     incomplete) is written before anything is compiled, so a run stopped at
-    any moment is resumable. Raises UsageError for bad settings, RunError
-    when the run cannot finish, Interrupted on Ctrl-C/SIGTERM.
+    any moment is resumable. `notify(message)` hears of a compile before it
+    starts. Raises UsageError for bad settings, RunError when the run
+    cannot finish, Interrupted on Ctrl-C/SIGTERM.
     """
     config, decks = checked_rows(config)
     chosen = _executor(executor, workers, scheduler)
@@ -641,7 +651,7 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
         p = _Progress(chosen, int(chunk_size), command or f"{job.kind}({config!r})", [], {})
         _save(job, config, run_dir, p, "incomplete")
         try:
-            _warm(job, config, decks is not None, f"sim {job.command} --resume {run_dir}")
+            _warm(job, config, decks is not None, f"sim {job.command} --resume {run_dir}", notify)
         except Interrupted:
             raise  # the manifest is there: the run is resumable
         except Exception:
@@ -662,7 +672,7 @@ def _undo(run_dir: Path, created: bool) -> None:
 
 
 def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executor: str | None = None,
-           scheduler: str | None = None, progress: bool = False, check=None):
+           scheduler: str | None = None, progress: bool = False, check=None, notify=None):
     """Finish an interrupted job with the settings its manifest recorded; only missing or wrong parts are played.
 
     It runs locally unless `executor` says otherwise (a manifest's scheduler
@@ -696,5 +706,5 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
         remove_temp_files(run_dir)
         p = _Progress(chosen, chunk_size, m.get("command", ""), m.get("sessions", []),
                       _verified_parts(run_dir, m, config.n, chunk_size))
-        _warm(job, config, decks is not None, f"sim {job.command} --resume {run_dir}")
+        _warm(job, config, decks is not None, f"sim {job.command} --resume {run_dir}", notify)
         return _execute(job, config, run_dir, p, progress, decks)

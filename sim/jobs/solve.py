@@ -35,7 +35,7 @@ from sim.engine.cards import deal_range, validate_decks
 from sim.engine.rules import Rules
 from sim.jobs import runner
 from sim.jobs.runner import Job, UsageError, read_manifest
-from sim.players.api import warm_up
+from sim.players.api import to_compile, warm_up
 from sim.players.oracle import warm_up_solver
 from sim.solver.solver import OUTCOMES, SolveResult, shared_solver
 from sim.stats import wilson
@@ -268,6 +268,11 @@ def _warm(config: SolveConfig, from_file: bool) -> None:
     warm_up_solver()
 
 
+def _to_compile(config: SolveConfig, from_file: bool) -> str | None:
+    what = to_compile("oracle", seeded=not from_file, decks=from_file)  # the solver and greedy's game
+    return None if what is None else "the solver"
+
+
 def _payload(config: SolveConfig) -> dict:
     return {"seed": config.seed, "rules": config.rules.as_dict(), "record_deals": config.record_deals,
             "solve": config.options()}
@@ -301,14 +306,14 @@ def default_chunk_size(n: int, workers: int) -> int:
 
 
 SOLVE = Job(kind="solve", command="solve", unit="deal", work=solve_chunk, frame=solve_frame,
-            summarize=summarize_solve, warm=_warm, payload=_payload, settings=_settings,
+            summarize=summarize_solve, warm=_warm, to_compile=_to_compile, payload=_payload, settings=_settings,
             from_manifest=config_from_manifest, default_out=default_out, default_chunk_size=default_chunk_size)
 """`sim solve` as a job of sim.jobs.runner."""
 
 
 def solve_run(config: SolveConfig, *, out: str | Path | None = None, force: bool = False, workers: int | None = None,
               chunk_size: int | None = None, executor: str = "local", scheduler: str | None = None,
-              progress: bool = False, command: str | None = None) -> SolveSummary:
+              progress: bool = False, command: str | None = None, notify=None) -> SolveSummary:
     """Solve the deals `config` describes in worker processes and write them under `out`.
 
     The execution options are `sim.jobs.play.run`'s. Raises UsageError for
@@ -323,4 +328,4 @@ def solve_run(config: SolveConfig, *, out: str | Path | None = None, force: bool
     if t is not None and not (isinstance(t, (int, float)) and math.isfinite(t) and t > 0):
         raise UsageError(f"time_limit must be a positive number of seconds, not {t!r}", "time_limit")
     return runner.start(SOLVE, config, out=out, force=force, workers=workers, chunk_size=chunk_size,
-                        executor=executor, scheduler=scheduler, progress=progress, command=command)
+                        executor=executor, scheduler=scheduler, progress=progress, command=command, notify=notify)

@@ -164,6 +164,43 @@ def play_decks(decks, policy: str | PolicySpec = "greedy", rules: Rules | None =
     return finish_columns(cols, games, decks if record_deals else None, spec.name, seed)
 
 
+def _in_cache(dispatcher) -> bool:
+    """Is this jitted function compiled in this process, or in numba's on-disk cache for these sources?"""
+    if dispatcher.overloads:
+        return True
+    try:
+        return bool(dispatcher._cache._cache_file._load_index())  # empty when missing or stale
+    except Exception:
+        return False
+
+
+def to_compile(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded: bool = True,
+               decks: bool = False, replay: bool = False) -> str | None:
+    """What `warm_up` with these arguments would compile (e.g. "the engine for greedy"), or None when all is cached.
+
+    A compiled plugin's loop is never cached on disk, so it is always named.
+    """
+    from sim.engine.cards import deal_batch
+
+    spec = resolve(policy, policy_args)
+    if spec.kind == "compiled":
+        return f"the game loop of the plugin {spec.name}"
+    needed = [deal_batch]
+    if spec.kind == "oracle":
+        from sim.engine.loop import play_line
+        from sim.solver import search
+
+        needed += [search.search_init, search.search_run, search.greedy_line, play_line]
+        spec = resolve("greedy")
+    if spec.kind == "builtin":
+        loops = _loops(spec)
+        needed += [f for f, used in ((loops.seeded_batch, seeded), (loops.deck_batch, decks),
+                                     (loops.one_game, replay)) if used]
+    if all(_in_cache(d) for d in needed):
+        return None
+    return f"the engine for {policy if isinstance(policy, str) else policy.name}"
+
+
 def warm_up(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded: bool = True, decks: bool = False,
             replay: bool = False) -> None:
     """Compile (or load from numba's cache) what playing `policy` needs, and nothing more.
