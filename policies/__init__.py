@@ -54,6 +54,8 @@ class PolicyInfo:
 
     name: str
     """Name used on the command line (``--policy NAME``)."""
+    id: int
+    """The built-in's number: its place in BUILTIN (greedy 0, random 1, heuristic 2, lookahead 3, rollout 4)."""
     module: ModuleType
     """The module holding the compiled ``choose``."""
     description: str
@@ -68,7 +70,7 @@ def get(name: str) -> PolicyInfo:
         known = ", ".join(sorted(BUILTIN))
         raise ValueError(f"unknown policy {name!r}; known policies: {known}")
     module = importlib.import_module(BUILTIN[name])
-    return PolicyInfo(name, module, module.DESCRIPTION, tuple(module.PARAMS))
+    return PolicyInfo(name, list(BUILTIN).index(name), module, module.DESCRIPTION, tuple(module.PARAMS))
 
 
 def build_params(name: str, args: dict[str, str] | None = None) -> np.ndarray:

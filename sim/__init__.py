@@ -26,6 +26,7 @@ _EXPORTS = {
     "RunConfig": "sim.jobs.play", "RunSummary": "sim.jobs.play", "run": "sim.jobs.play",
     "SolveConfig": "sim.jobs.solve", "SolveSummary": "sim.jobs.solve", "solve_run": "sim.jobs.solve",
     "resume": "sim.jobs.resume",
+    "load": "sim.analysis.datasets",
 }
 
 
@@ -52,4 +53,5 @@ __all__ = [
     "deal", "play", "play_decks", "play_range", "warm_up",
     "SolveResult", "solve",
     "RunConfig", "SolveConfig", "SolveSummary", "solve_run", "GameTrace", "trace",
+    "load",
 ]

@@ -12,13 +12,59 @@ import typer
 app = typer.Typer(
     name="sim",
     help="Monte Carlo simulator for Wil Su's solitaire Foursquare.\n\nExample: sim run --policy greedy -n 1e6",
-    no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 log = logging.getLogger("sim.cli")
+
+
+class HelpCommand(typer.core.TyperCommand):
+    """A command whose help names each argument by its metavar alone (typer would add `<list[Path]>`)."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        """The usage line's pieces: [OPTIONS], then each argument as its metavar (e.g. RUN...)."""
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument" and param.metavar:
+                pieces.append(param.metavar)
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+    def format_options(self, ctx, formatter) -> None:
+        """The Arguments and Options sections, arguments shown by their metavar and help."""
+        args, opts = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                args.append((param.metavar, record[1]) if param.metavar else record)
+            elif param.param_type_name == "option":
+                opts.append(record)
+        for title, records in (("Arguments", args), ("Options", opts)):
+            if records:
+                with formatter.section(title):
+                    formatter.write_dl(records)
+
+
+@app.callback(invoke_without_command=True)
+def main_options(
+    ctx: typer.Context,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, help="Print the version and exit.")] = False,
+):
+    """Monte Carlo simulator for Wil Su's solitaire Foursquare."""
+    if version:
+        from sim.version import __version__
+
+        typer.echo(f"foursquare-sim {__version__}")
+        raise typer.Exit()
+    if ctx.invoked_subcommand is None:  # `sim` alone: the help, and success
+        typer.echo(ctx.get_help())
+        raise typer.Exit()
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -96,36 +142,49 @@ def parse_policy_args(items: list[str] | None) -> dict[str, str]:
 
 
 def parse_deck(text: str) -> list[int]:
-    """The ranks of a --deck given as text (spaces or commas); exits unless it is a full 40-card deck."""
+    """The ranks of a --deck: a JSON list (what `sim deal --json` prints) or ranks separated by spaces or commas.
+
+    Exits with a usage error unless it is a full 40-card deck.
+    """
     from sim.engine.cards import validate_deck
 
     try:
-        ranks = [int(t) for t in text.replace(",", " ").split()]
+        if text.lstrip().startswith("["):
+            ranks = json.loads(text)
+            if not isinstance(ranks, list) or not all(type(r) is int for r in ranks):
+                fail("--deck: a JSON deck is a list of 40 whole numbers (ranks 1..10)")
+        else:
+            ranks = [int(t) for t in text.replace(",", " ").split()]
         return validate_deck(ranks).tolist()
-    except ValueError as e:
+    except ValueError as e:  # json.JSONDecodeError is a ValueError
         fail(f"--deck: {e}")
 
 
-PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help="Policy name (see `sim policies`).")]
-WorkersOpt = Annotated[Optional[int], typer.Option("--workers", "-w", help="Worker processes (default: CPUs).")]
+PolicyOpt = Annotated[str, typer.Option("--policy", "-p", metavar="SPEC", help="Policy name (see `sim policies`).")]
+WorkersOpt = Annotated[Optional[int], typer.Option("--workers", "-w", metavar="N", help="Worker processes (default: CPUs).")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing run directory (compare, sweep: instead of reusing it).")]
 RecordDealsOpt = Annotated[bool, typer.Option("--record-deals", help="Add each game's deck to the output.")]
-OutOpt = Annotated[Optional[Path], typer.Option("--out", "-o", help="Run directory (default results/<run>).")]
-ChunkSizeOpt = Annotated[Optional[int], typer.Option("--chunk-size", help="Games (or deals) per part file.")]
-DealsOpt = Annotated[Optional[Path], typer.Option("--deals", help="Use the decks of a Parquet/JSON-lines file (column `deck`).")]
-ResumeOpt = Annotated[Optional[Path], typer.Option("--resume", help="Finish an interrupted run in this directory.")]
-GameOpt = Annotated[int, typer.Option("--game", min=0, help="Game index within the seed.")]
+OutOpt = Annotated[Optional[Path], typer.Option("--out", "-o", metavar="DIR", help="Run directory (default results/<run>).")]
+ChunkSizeOpt = Annotated[Optional[int], typer.Option("--chunk-size", metavar="N", help="Games (or deals) per part file.")]
+DealsOpt = Annotated[Optional[Path], typer.Option("--deals", metavar="FILE", help="Use the decks of a Parquet/JSON-lines file (column `deck`).")]
+ResumeOpt = Annotated[Optional[Path], typer.Option("--resume", metavar="DIR", help="Finish an interrupted run in this directory.")]
+GameOpt = Annotated[int, typer.Option("--game", min=0, metavar="N", help="Game index within the seed.")]
 PolicyArgOpt = Annotated[Optional[list[str]], typer.Option(
-    "--policy-arg", help="Policy parameter KEY=VALUE, repeatable (see `sim policies`).")]
+    "--policy-arg", metavar="KEY=VALUE", help="Policy parameter, repeatable (see `sim policies`).")]
 ExecutorOpt = Annotated[str, typer.Option(
-    "--executor", help="Where chunks run: local (worker processes) or dask (a Dask cluster; needs the dask extra).")]
+    "--executor", metavar="local|dask", help="Where chunks run: local (worker processes) or dask (a Dask cluster; needs the dask extra).")]
 SchedulerOpt = Annotated[Optional[str], typer.Option(
-    "--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: $DASK_SCHEDULER_ADDRESS).")]
+    "--scheduler", metavar="ADDRESS", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: $DASK_SCHEDULER_ADDRESS).")]
 RuleOpt = Annotated[Optional[list[str]], typer.Option(
-    "--rule", help="Rule option KEY=VALUE, repeatable: adjacency, max_pile, max_face_down, grid.")]
-SeedOpt = Annotated[Optional[int], typer.Option("--seed", min=0, help="Seed of the deals and the policy's stream (default 0).", show_default=False)]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or log lines; errors only.")]
-VerboseOpt = Annotated[int, typer.Option("--verbose", "-v", count=True, help="More log lines (-v: per chunk).")]
+    "--rule", metavar="KEY=VALUE", help="Rule option, repeatable: adjacency, max_pile, max_face_down, grid.")]
+SeedOpt = Annotated[Optional[int], typer.Option("--seed", min=0, metavar="SEED", help="Seed of the deals and the policy's stream (default 0).", show_default=False)]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Only errors and the result: no progress bar, notices or log lines.")]
+VerboseOpt = Annotated[int, typer.Option("--verbose", "-v", count=True, show_default=False,
+                                         help="More log lines (-v: one per chunk; tracebacks of failures).")]
+VerboseErrorsOpt = Annotated[int, typer.Option("--verbose", "-v", count=True, show_default=False,
+                                               help="More log lines (-v: tracebacks of failures).")]
+SummaryFormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="text|json",
+                                               help="The summary as text or as JSON (for scripts).")]
 
 
 def _count(n: str | None) -> int | None:
@@ -156,7 +215,15 @@ def execution(workers: int | None, quiet: bool, **options) -> dict:
     """The keyword arguments of how a job runs, shared by run, solve, compare and sweep."""
     if workers is not None and workers < 1:
         fail(f"--workers must be at least 1, not {workers}")
-    return dict(workers=workers, progress=not quiet, command=command_line(), notify=_notifier(quiet), **options)
+    return dict(workers=workers, progress=show_progress(quiet), command=command_line(), notify=_notifier(quiet),
+                **options)
+
+
+def show_progress(quiet: bool) -> bool:
+    """Draw a progress bar? Only on a terminal: a redirected stderr (a log file, a pipe) gets no bar at all."""
+    import sys
+
+    return not quiet and sys.stderr.isatty()
 
 
 def command_line() -> str:
@@ -188,23 +255,48 @@ def deal(
 def replay(
     seed: SeedOpt = 0,
     game: GameOpt = 0,
-    policy: PolicyOpt = "greedy",
-    deck: Annotated[Optional[str], typer.Option("--deck", help="Play this deck instead: 40 ranks, e.g. \"5 10 5 4 ...\".")] = None,
+    policy: Annotated[Optional[list[str]], typer.Option(
+        "--policy", "-p", metavar="SPEC", show_default=False,
+        help="Policy name (see `sim policies`); default greedy. Repeat to play several on the same deck.")] = None,
+    deck: Annotated[Optional[str], typer.Option("--deck", metavar="DECK", help="Play this deck instead: 40 ranks, e.g. \"5 10 5 4 ...\" or the JSON list `sim deal --json` prints.")] = None,
     rule: RuleOpt = None,
     policy_arg: PolicyArgOpt = None,
+    html: Annotated[Optional[Path], typer.Option(
+        "--html", metavar="FILE",
+        help="Also write a self-contained page that plays the game turn by turn (several --policy: side by side).")] = None,
+    quiet: QuietOpt = False,
 ):
     """Play one game and print it turn by turn: card, cell, grid, checks fired, end.
 
-    Example: sim replay --seed 0 --game 3 --policy greedy
+    Example: sim replay --seed 0 --game 3 --policy greedy --html replay.html
     """
+    policies = policy or ["greedy"]
+    if len(set(policies)) < len(policies):
+        fail("a --policy is given twice")
+    check_outputs(None, html)
+    rules, args = parse_rules(rule), parse_policy_args(policy_arg)
     from sim.analysis.replay import format_replay, replay as replay_game
     from sim.engine.cards import deal as deal_cards
 
-    rules = parse_rules(rule)
     with library_errors():
         cards = parse_deck(deck) if deck is not None else deal_cards(seed, game)
-        r = replay_game(cards, policy, rules, seed=seed, game=game, policy_args=parse_policy_args(policy_arg))
-    typer.echo(format_replay(r))
+        if len(policies) > 1:
+            from sim.analysis.compare import policy_args_for
+
+            args_of = policy_args_for(policies, args)
+        else:
+            args_of = {policies[0]: args}
+        games = [replay_game(cards, p, rules, seed=seed, game=game, policy_args=args_of[p]) for p in policies]
+    if html is not None:
+        from sim.analysis.html import write_page
+        from sim.analysis.replay_page import replay_page
+
+        source = "a given deck" if deck is not None else f"seed {seed}, game {game}"
+        try:
+            say(f"wrote {write_page(html, replay_page(games, source, command_line()))}", quiet)
+        except OSError as e:
+            fail(f"cannot write {html}: {e.strerror or e}", 1)
+    typer.echo("\n\n".join(format_replay(r) for r in games))
 
 
 @app.command()
@@ -223,8 +315,8 @@ def policies():
 
 @app.command()
 def run(
-    policy: Annotated[Optional[str], typer.Option("--policy", "-p", help="Policy name (see `sim policies`); default greedy.", show_default=False)] = None,
-    n: Annotated[Optional[str], typer.Option("-n", help="Number of games: 1000000, 1_000_000, 1e6, 2.5e5.")] = None,
+    policy: Annotated[Optional[str], typer.Option("--policy", "-p", metavar="SPEC", help="Policy name (see `sim policies`); default greedy.", show_default=False)] = None,
+    n: Annotated[Optional[str], typer.Option("-n", metavar="N", help="Number of games: 1000000, 1_000_000, 1e6, 2.5e5.")] = None,
     seed: SeedOpt = None,
     workers: WorkersOpt = None,
     chunk_size: ChunkSizeOpt = None,
@@ -237,6 +329,7 @@ def run(
     policy_arg: PolicyArgOpt = None,
     executor: ExecutorOpt = "local",
     scheduler: SchedulerOpt = None,
+    fmt: SummaryFormatOpt = "text",
     quiet: QuietOpt = False,
     verbose: VerboseOpt = 0,
 ):
@@ -249,6 +342,7 @@ def run(
     """
     from sim.jobs.logs import setup_logging
 
+    _check_format(fmt, ("text", "json"))
     setup_logging(verbose, quiet)
     how = execution(workers, quiet)
     refuse_with_resume(resume, **{"-n": n, "--seed": seed, "--rule": rule, "--deals": deals,
@@ -259,7 +353,7 @@ def run(
             from sim.jobs.resume import resume as resume_run
 
             summary = resume_run(resume, policy=policy, policy_args=parse_policy_args(policy_arg) or None,
-                                 workers=workers, progress=not quiet, notify=how["notify"],
+                                 workers=workers, progress=how["progress"], notify=how["notify"],
                                  executor=executor if executor != "local" or scheduler else None,
                                  scheduler=scheduler)
         else:
@@ -270,24 +364,53 @@ def run(
 
             summary = run_games(config, out=out, force=force, chunk_size=chunk_size, executor=executor,
                                 scheduler=scheduler, **how)
-    typer.echo(summary.text())
+    typer.echo(summary_text(summary, fmt))
 
 
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help="Output: text (aligned tables), markdown or json.")]
+def summary_text(summary, fmt: str) -> str:
+    """A run's or a solve run's summary as `--format` asks: its text, or its fields as JSON."""
+    return json.dumps(summary.to_dict(), indent=2) if fmt == "json" else summary.text()
 
 
-def _write_png(figure, png: Path) -> None:
-    from sim.analysis.plots import save_png
+FormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="text|markdown|json", help="Output: text (aligned tables), markdown or json.")]
+
+
+PngDirOpt = Annotated[Optional[Path], typer.Option(
+    "--png", metavar="DIR", help="Write the figures into this directory (created), one NAME.png each.")]
+HtmlOpt = Annotated[Optional[Path], typer.Option(
+    "--html", metavar="FILE", help="Write one self-contained HTML page (tables and figures; opens with no network).")]
+
+
+def check_outputs(png: Path | None, html: Path | None) -> None:
+    """--png names a directory and --html a file: refuse the other way round before any work is done."""
+    if png is not None and (png.suffix.lower() == ".png" or (png.exists() and not png.is_dir())):
+        fail(f"--png takes a directory, where each figure is written as NAME.png; {str(png)!r} is a file name")
+    if html is not None and html.is_dir():
+        fail(f"--html takes a file name; {str(html)!r} is a directory")
+
+
+def write_outputs(png: Path | None, html: Path | None, figures, page, quiet: bool) -> None:
+    """Draw the figures (a callable giving name -> figure) into --png DIR and the page (a callable of the
+    figures giving its HTML) into --html FILE, saying each file written; a failure to write is exit 1."""
+    if png is None and html is None:
+        return
+    from sim.analysis.html import write_page
+    from sim.analysis.plots import write_pngs
 
     try:
-        typer.echo(f"wrote {save_png(figure, png)}", err=True)
+        drawn = figures()
+        if png is not None:
+            for path in write_pngs(drawn, png):
+                say(f"wrote {path}", quiet)
+        if html is not None:
+            say(f"wrote {write_page(html, page(drawn))}", quiet)
     except OSError as e:
-        fail(f"cannot write {png}: {e.strerror or e}", 1)
+        fail(f"cannot write {e.filename or png or html}: {e.strerror or e}", 1)
 
 
-def _check_format(fmt: str) -> None:
-    if fmt not in ("text", "markdown", "json"):
-        fail(f"--format {fmt!r} is not one of text, markdown, json")
+def _check_format(fmt: str, formats=("text", "markdown", "json")) -> None:
+    if fmt not in formats:
+        fail(f"--format {fmt!r} is not one of {', '.join(formats)}")
 
 
 def _terminal_width() -> int:
@@ -298,67 +421,75 @@ def _notifier(quiet: bool):
     return None if quiet else (lambda message: typer.echo(message, err=True))
 
 
+def say(message: str, quiet: bool) -> None:
+    """A notice on stderr (`wrote FILE`, ...), unless --quiet: then only errors and the result are printed."""
+    if not quiet:
+        typer.echo(message, err=True)
+
+
 @app.command()
 def report(
-    runs: Annotated[list[Path], typer.Argument(help="Run directories (results/<run>).", show_default=False)],
+    runs: Annotated[list[Path], typer.Argument(metavar="RUN...", help="Run directories (results/<run>).", show_default=False)],
     fmt: FormatOpt = "text",
-    png: Annotated[Optional[Path], typer.Option("--png", help="Write score_distribution.png and cards_played.png into this directory.")] = None,
-    html: Annotated[Optional[Path], typer.Option("--html", help="Write one self-contained HTML report (tables and figures) to this file.")] = None,
-    verbose: VerboseOpt = 0,
+    png: PngDirOpt = None,
+    html: HtmlOpt = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseErrorsOpt = 0,
 ):
     """Report runs: win rate with its interval, score distribution, end reasons, cards played, face-down cards.
 
     Several runs are reported one after the other, with an overview table
-    first; their figures (--png, --html) show the runs side by side.
+    first; their figures (--png, --html) show the runs side by side, and runs
+    on the same deals are also compared game by game. --png DIR writes
+    win_rate.png, score_distribution.png, cards_played.png (and
+    paired_difference.png); for solve runs, best_score.png.
 
     Example: sim report results/greedy-seed0-n1000000 --png figures/
     """
-    from sim.analysis.report import is_solve_run, load_reports, render, render_solve_reports
-
     _check_format(fmt)
+    check_outputs(png, html)
+    from sim.analysis import html as pages, plots
+    from sim.analysis.report import is_solve_run, load_reports, load_solve_report, render, render_solve_reports
+    from sim.jobs.logs import setup_logging
+
+    setup_logging(verbose, quiet)
 
     if any(is_solve_run(r) for r in runs):
-        if not all(is_solve_run(r) for r in runs) or png is not None or html is not None:
-            fail("solve runs are reported on their own, as text, markdown or json (no --png/--html)")
+        if not all(is_solve_run(r) for r in runs):
+            fail("solve runs are reported on their own, not with runs of games")
         with library_errors(verbose):
-            typer.echo(render_solve_reports(runs, fmt), nl=False)
+            text = render_solve_reports(runs, fmt)
+            summaries = [load_solve_report(r) for r in runs] if png is not None or html is not None else []
+        write_outputs(png, html, lambda: plots.solve_figures(summaries),
+                      lambda figures: pages.solve_page(summaries, figures, command_line()), quiet)
+        typer.echo(text, nl=False)
         return
     with library_errors(verbose):
         reports = load_reports(runs)
         text = render(reports, fmt, width=_terminal_width())
-    if png is not None or html is not None:
-        from sim.analysis import plots
+        comparison, unpaired = None, ""
+        if len(runs) > 1 and (png is not None or html is not None):
+            from sim.analysis.compare import compare_if_pairable
 
-        try:
-            if png is not None:
-                for path in plots.write_report_pngs(reports, png):
-                    typer.echo(f"wrote {path}", err=True)
-            if html is not None:
-                from sim.jobs.files import write_atomic
-                from sim.analysis.html import render_html
-
-                figures = {name: plots.png_bytes(fig) for name, fig in plots.report_figures(reports).items()}
-                page = render_html(reports, figures)
-                html.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(html, lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))
-                typer.echo(f"wrote {html}", err=True)
-        except OSError as e:
-            fail(f"cannot write {e.filename or ''}: {e.strerror or e}", 1)
+            comparison, unpaired = compare_if_pairable(runs)
+    write_outputs(png, html, lambda: plots.report_figures(reports, comparison),
+                  lambda figures: pages.report_page(reports, figures, command_line(), comparison, unpaired), quiet)
     typer.echo(text, nl=False)
 
 
 @app.command()
 def compare(
-    runs: Annotated[Optional[list[Path]], typer.Argument(help="Existing run directories to compare (same seed, n and deals).", show_default=False)] = None,
-    policy: Annotated[Optional[list[str]], typer.Option("--policy", "-p", help="Play this policy (repeat: at least two).")] = None,
-    n: Annotated[Optional[str], typer.Option("-n", help="Games per policy: 1e6, 2.5e5, 1_000_000.")] = None,
+    runs: Annotated[Optional[list[Path]], typer.Argument(metavar="[RUN...]", help="Existing run directories to compare (same seed, n and deals).", show_default=False)] = None,
+    policy: Annotated[Optional[list[str]], typer.Option("--policy", "-p", metavar="SPEC", help="Play this policy (repeat: at least two).")] = None,
+    n: Annotated[Optional[str], typer.Option("-n", metavar="N", help="Games per policy: 1e6, 2.5e5, 1_000_000.")] = None,
     seed: SeedOpt = 0,
     rule: RuleOpt = None,
     workers: WorkersOpt = None,
     force: ForceOpt = False,
     record_deals: RecordDealsOpt = False,
     fmt: FormatOpt = "text",
-    png: Annotated[Optional[Path], typer.Option("--png", help="Write a figure of the win rates (with 95% intervals) to this PNG file.")] = None,
+    png: PngDirOpt = None,
+    html: HtmlOpt = None,
     policy_arg: PolicyArgOpt = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = 0,
@@ -369,14 +500,16 @@ def compare(
     written under results/ as `sim run` would, and a complete run already
     there with the same settings is reused (--force plays it again). With
     run directories, the runs are joined on game; they must share seed, n
-    and deal source (rules and policy may differ).
+    and deal source (rules and policy may differ). --png DIR writes
+    win_rate.png, paired_difference.png and score_distribution.png.
 
     Example: sim compare --policy greedy --policy random -n 1e6
     """
+    _check_format(fmt)
+    check_outputs(png, html)
     from sim.analysis import compare as cmp
     from sim.jobs.logs import setup_logging
 
-    _check_format(fmt)
     setup_logging(verbose, quiet)
     if runs and policy:
         fail("give either run directories or --policy, not both")
@@ -393,27 +526,26 @@ def compare(
             if n is not None or rule or record_deals or force or workers is not None:
                 fail("-n, --rule, --workers, --force and --record-deals go with --policy, not with run directories")
             result = cmp.compare_runs(runs)
-    if png is not None:
-        from sim.analysis.plots import win_rate_figure
+        reports = cmp.arm_reports(result) if png is not None or html is not None else []
+    from sim.analysis import html as pages, plots
 
-        arms = result.arms
-        _write_png(win_rate_figure([a.label for a in arms], [a.win_rate for a in arms],
-                                   [a.win_rate_low for a in arms], [a.win_rate_high for a in arms],
-                                   [a.mean_score for a in arms], f"Win rate on the same {result.n:,} deals"), png)
+    write_outputs(png, html, lambda: plots.compare_figures(result, reports),
+                  lambda figures: pages.compare_page(result, figures, command_line()), quiet)
     typer.echo(result.render(fmt), nl=False)
 
 
 @app.command()
 def sweep(
-    rule: Annotated[list[str], typer.Option("--rule", help="Option and the values to try, repeatable: max_face_down=3,4,5.", show_default=False)],
+    rule: Annotated[list[str], typer.Option("--rule", metavar="KEY=V1,V2,...", help="Option and the values to try, repeatable: max_face_down=3,4,5.", show_default=False)],
     policy: PolicyOpt = "greedy",
-    n: Annotated[Optional[str], typer.Option("-n", help="Games per combination: 1e6, 2.5e5, 1_000_000.")] = None,
+    n: Annotated[Optional[str], typer.Option("-n", metavar="N", help="Games per combination: 1e6, 2.5e5, 1_000_000.")] = None,
     seed: SeedOpt = 0,
     workers: WorkersOpt = None,
     force: ForceOpt = False,
     record_deals: RecordDealsOpt = False,
     fmt: FormatOpt = "text",
-    png: Annotated[Optional[Path], typer.Option("--png", help="Write a figure of win rate (95% intervals) and mean score per combination to this PNG file.")] = None,
+    png: PngDirOpt = None,
+    html: HtmlOpt = None,
     policy_arg: PolicyArgOpt = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = 0,
@@ -421,14 +553,16 @@ def sweep(
     """Play every combination of rule option values on the same deals; win rate and mean score of each.
 
     Each combination is one run under results/ (a complete run already there
-    with the same settings is reused; --force plays it again).
+    with the same settings is reused; --force plays it again). --png DIR
+    writes win_rate.png: win rate and mean score, with 95% intervals.
 
     Example: sim sweep -n 1e5 --rule max_face_down=3,4,5 --rule max_pile=3,4
     """
+    _check_format(fmt)
+    check_outputs(png, html)
     from sim.analysis import sweep as sw
     from sim.jobs.logs import setup_logging
 
-    _check_format(fmt)
     setup_logging(verbose, quiet)
     how = execution(workers, quiet, force=force, record_deals=record_deals)
     if n is None:
@@ -436,25 +570,28 @@ def sweep(
     with library_errors(verbose):
         axes = sw.parse_sweep_options(rule)
         result = sw.sweep(policy, _count(n), axes, seed=seed, policy_args=parse_policy_args(policy_arg), **how)
-    if png is not None:
-        _write_png(result.figure(), png)
+    from sim.analysis import html as pages, plots
+
+    write_outputs(png, html, lambda: plots.sweep_figures(result),
+                  lambda figures: pages.sweep_page(result, figures, command_line()), quiet)
     typer.echo(result.render(fmt), nl=False)
 
 
 @app.command()
 def tune(
-    policy: Annotated[str, typer.Option("--policy", "-p", help="Policy whose weights to tune (heuristic).")] = "heuristic",
-    n: Annotated[str, typer.Option("-n", help="Training games per evaluated weight vector.")] = "40000",
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Training seed (deals and the search's own sampling).")] = 11,
-    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds of the cross-entropy method.")] = 15,
-    population: Annotated[int, typer.Option("--population", min=3, help="Weight vectors tried per round.")] = 30,
-    elite: Annotated[int, typer.Option("--elite", min=2, help="Best vectors that set the next round's mean.")] = 6,
-    validation_seed: Annotated[Optional[int], typer.Option("--validation-seed", min=0, help="Seed of the held-out games (default: seed + 1).")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the weights (JSON) here.")] = None,
+    policy: Annotated[str, typer.Option("--policy", "-p", metavar="NAME", help="Policy whose weights to tune (heuristic).")] = "heuristic",
+    n: Annotated[str, typer.Option("-n", metavar="N", help="Training games per evaluated weight vector.")] = "40000",
+    seed: Annotated[int, typer.Option("--seed", min=0, metavar="SEED", help="Training seed (deals and the search's own sampling).")] = 11,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, metavar="N", help="Rounds of the cross-entropy method.")] = 15,
+    population: Annotated[int, typer.Option("--population", min=3, metavar="N", help="Weight vectors tried per round.")] = 30,
+    elite: Annotated[int, typer.Option("--elite", min=2, metavar="N", help="Best vectors that set the next round's mean.")] = 6,
+    validation_seed: Annotated[Optional[int], typer.Option("--validation-seed", min=0, metavar="SEED", help="Seed of the held-out games (default: seed + 1).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Write the weights (JSON) here.")] = None,
     rule: RuleOpt = None,
     workers: WorkersOpt = None,
     quiet: QuietOpt = False,
-    verbose: VerboseOpt = 0,
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, show_default=False,
+                                         help="More log lines (-v: each round's weights; tracebacks of failures).")] = 0,
 ):
     """Search heuristic's weights by simulation, then report their win rate on a seed not tuned on.
 
@@ -465,19 +602,23 @@ def tune(
     """
     import os
 
+    from sim.analysis.tables import fmt_pct
     from sim.analysis.tune import tune as run_tune
     from sim.jobs.files import write_json_atomic
     from sim.jobs.logs import setup_logging
 
     setup_logging(verbose, quiet)
     count = _count(n) if n else 0
+    train = f"seed {seed}, {count:,} games"
     report = None if quiet else (lambda r, best, mean: typer.echo(
-        f"round {r}/{rounds}: best {best:.4f}, population mean {mean:.4f}", err=True))
+        f"round {r}/{rounds}: train win rate {fmt_pct(best)} (best), {fmt_pct(mean)} (population mean)", err=True))
+    baseline = None if quiet else (lambda rate: typer.echo(
+        f"baseline: train win rate {fmt_pct(rate)} (default weights; {train})", err=True))
     try:
         with library_errors(verbose):
             result = run_tune(policy, count, seed=seed, rounds=rounds, population=population, elite=elite,
                               validation_seed=validation_seed, rules=parse_rules(rule),
-                              workers=workers or os.cpu_count() or 1, on_round=report)
+                              workers=workers or os.cpu_count() or 1, on_round=report, on_baseline=baseline)
     except KeyboardInterrupt:
         fail("interrupted; nothing written", 130)
     data = result.as_json()
@@ -490,9 +631,11 @@ def tune(
     typer.echo("weights:")
     for name, value in data["weights"].items():
         typer.echo(f"  {name:10s} {value:9.4f}")
-    typer.echo(f"train win rate      {result.train_win_rate:.4%} (seed {seed}, {count:,} games)")
-    typer.echo(f"validation win rate {result.validation_win_rate:.4%} (95% CI {lo:.4%} .. {hi:.4%}; "
-               f"seed {result.settings['validation_seed']}, {result.settings['validation_n']:,} games)")
+    typer.echo(f"baseline win rate   {fmt_pct(result.baseline_win_rate)} (default weights; {train})")
+    typer.echo(f"train win rate      {fmt_pct(result.train_win_rate)} (tuned weights; {train})")
+    typer.echo(f"validation win rate {fmt_pct(result.validation_win_rate)} (tuned weights; 95% CI "
+               f"{fmt_pct(lo)} .. {fmt_pct(hi)}; seed {result.settings['validation_seed']}, "
+               f"{result.settings['validation_n']:,} games)")
     if out is not None:
         typer.echo(f"wrote {out}")
 
@@ -502,13 +645,13 @@ def tune(
 
 @app.command()
 def solve(
-    n: Annotated[Optional[str], typer.Option("-n", help="Number of deals: 2000, 2e3.")] = None,
+    n: Annotated[Optional[str], typer.Option("-n", metavar="N", help="Number of deals: 2000, 2e3.")] = None,
     seed: SeedOpt = None,
     deals: DealsOpt = None,
     workers: WorkersOpt = None,
     first_win: Annotated[bool, typer.Option("--first-win", help="Stop at the first win (winnability only); otherwise search for the best score.")] = False,
-    time_limit: Annotated[Optional[float], typer.Option("--time-limit", help="Seconds per deal (makes outcomes depend on the machine).")] = None,
-    node_limit: Annotated[Optional[str], typer.Option("--node-limit", help="Search nodes (placements tried) per deal: reproducible.")] = None,
+    time_limit: Annotated[Optional[float], typer.Option("--time-limit", metavar="SECONDS", help="Seconds per deal (makes outcomes depend on the machine).")] = None,
+    node_limit: Annotated[Optional[str], typer.Option("--node-limit", metavar="N", help="Search nodes (placements tried) per deal: reproducible.")] = None,
     rule: RuleOpt = None,
     out: OutOpt = None,
     resume: ResumeOpt = None,
@@ -517,6 +660,7 @@ def solve(
     force: ForceOpt = False,
     executor: ExecutorOpt = "local",
     scheduler: SchedulerOpt = None,
+    fmt: SummaryFormatOpt = "text",
     quiet: QuietOpt = False,
     verbose: VerboseOpt = 0,
 ):
@@ -531,6 +675,7 @@ def solve(
     from sim.jobs.logs import setup_logging
     from sim.errors import UsageError, parse_count
 
+    _check_format(fmt, ("text", "json"))
     setup_logging(verbose, quiet)
     how = execution(workers, quiet)
     refuse_with_resume(resume, **{"-n": n, "--seed": seed, "--rule": rule, "--deals": deals,
@@ -553,7 +698,7 @@ def solve(
 
             if not is_solve_run(resume) and (resume / "manifest.json").exists():
                 fail(f"{resume} is not a solve run; finish a game run with: sim run --resume {resume}")
-            summary = resume_run(resume, workers=workers, progress=not quiet, notify=how["notify"],
+            summary = resume_run(resume, workers=workers, progress=how["progress"], notify=how["notify"],
                                  executor=executor if executor != "local" or scheduler else None,
                                  scheduler=scheduler)
         else:
@@ -567,7 +712,44 @@ def solve(
                                  deals=None if deals is None else str(deals), record_deals=record_deals)
             summary = solve_run(config, out=out, force=force, chunk_size=chunk_size, executor=executor,
                                 scheduler=scheduler, **how)
-    typer.echo(summary.text())
+    typer.echo(summary_text(summary, fmt))
+
+
+# --- sim ls (sim/analysis/datasets.py) -------------------------------------------
+
+
+@app.command("ls")
+def list_runs(
+    root: Annotated[Optional[Path], typer.Argument(metavar="[DIR]", help="Where to look (default results/).",
+                                                   show_default=False)] = None,
+    fmt: FormatOpt = "text",
+):
+    """List the runs in results/ (or DIR): kind, policy, n, seed, rules, status, win rate or winnability, start.
+
+    Folders that hold no run are searched (three levels deep) but not listed.
+
+    Example: sim ls results/
+    """
+    from sim.analysis.datasets import list_runs as find_runs, listing_table
+
+    _check_format(fmt)
+    where = Path("results") if root is None else root
+    if not where.is_dir():
+        fail(f"{where} is not a directory" + (" (no runs yet: `sim run` writes results/<run>)" if root is None else ""))
+    with library_errors():
+        runs = find_runs(where)
+    if fmt == "json":
+        typer.echo(json.dumps({"runs": [r.to_dict() for r in runs]}, indent=2))
+    elif not runs:
+        typer.echo(f"no runs in {where}")
+    else:
+        table = listing_table(runs, where)
+        typer.echo(table.markdown() if fmt == "markdown" else table.text(width=_terminal_width()))
+
+
+for _command in app.registered_commands:  # every command's help shows arguments by their metavar
+    if _command.cls in (None, typer.core.TyperCommand):
+        _command.cls = HelpCommand
 
 
 def main() -> None:

@@ -22,7 +22,10 @@ def wilson(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z2 / trials
     centre = (p + z2 / (2 * trials)) / denom
     half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # The ends are exactly 0 with no successes and 1 with no failures (the arithmetic leaves ~1e-22).
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == trials else min(1.0, centre + half)
+    return (low, high)
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -104,3 +107,22 @@ def quantile_from_counts(counts: dict[int, int] | list[tuple[int, int]], q: floa
         return float(lo)
     hi = value_at(lo_index + 1)
     return lo + (hi - lo) * frac
+
+
+def mean_interval_from_counts(counts: dict[int, int] | list[tuple[int, int]],
+                              z: float = Z95) -> tuple[float | None, float | None, float | None]:
+    """(mean, low, high): the mean of integer values given as value -> count, with its normal 95% interval.
+
+    The interval is mean +- z * s / sqrt(N), s the sample standard deviation.
+    (None, None, None) without values; the ends are None with a single value.
+    """
+    items = [(int(v), int(k)) for v, k in (counts.items() if isinstance(counts, dict) else counts) if k > 0]
+    total = sum(k for _, k in items)
+    if total == 0:
+        return None, None, None
+    mean = sum(v * k for v, k in items) / total
+    if total == 1:
+        return mean, None, None
+    var = sum(k * (v - mean) ** 2 for v, k in items) / (total - 1)
+    half = z * math.sqrt(var / total)
+    return mean, mean - half, mean + half

@@ -65,7 +65,8 @@ def sim_cmd(*args, cwd=None, **kw):
 
 def one_line_error(result, code):
     assert result.exit_code == code, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
+    lines = [line for line in result.output.splitlines()
+             if line.strip() and not line.startswith("compiling ")]  # the notice before a compile
     assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
     assert "Traceback" not in result.output
     return lines[0]

@@ -72,6 +72,10 @@ class RunInfo:
     """complete, incomplete, ..."""
     record_deals: bool
     """Whether each game's deck is stored in a `deck` column."""
+    kind: str = "run"
+    """The manifest's kind: run (games of a policy) or solve (deals solved by `sim solve`)."""
+    solve: dict = field(default_factory=dict)
+    """A solve run's solver options (first_win, node_limit, time_limit); empty for a run of games."""
 
     @property
     def name(self) -> str:
@@ -92,7 +96,8 @@ def run_info(run_dir: str | Path) -> RunInfo:
     return RunInfo(path=str(run_dir), policy=m.get("policy", "?"), n=int(m.get("n", 0)), seed=int(m.get("seed", 0)),
                    rules=dict(m.get("rules", {})), deal_algorithm=str(m.get("deal_algorithm")),
                    deals=m.get("deals"), deals_sha256=m.get("deals_sha256"), status=m.get("status", "unknown"),
-                   record_deals=bool(m.get("record_deals", False)))
+                   record_deals=bool(m.get("record_deals", False)), kind=str(m.get("kind", "run")),
+                   solve=dict(m.get("solve") or {}))
 
 
 def _values(infos: list[RunInfo], get) -> str:
@@ -105,6 +110,9 @@ def check_pairable(infos: list[RunInfo]) -> None:
         raise UsageError("compare needs at least two runs")
     if len({Path(i.path).resolve() for i in infos}) < len(infos):
         raise UsageError("the same run is given twice")
+    if len({i.kind for i in infos}) > 1:
+        raise UsageError("cannot pair a solve run with a run of games (" + _values(infos, lambda i: i.kind)
+                         + "); compare solve runs with solve runs, or play the solver as --policy oracle")
     problems = []
     for what, get in (("seed", lambda i: i.seed), ("n", lambda i: i.n), ("deal source", lambda i: i.deal_source)):
         if len({get(i) for i in infos}) > 1:
@@ -114,7 +122,8 @@ def check_pairable(infos: list[RunInfo]) -> None:
                          + ". A paired comparison needs the same seed, n and deal source")
     for i in infos:
         if i.status != "complete":
-            raise UsageError(f"{i.path} is {i.status}; finish it with: sim run --resume {i.path}")
+            command = "solve" if i.kind == "solve" else "run"
+            raise UsageError(f"{i.path} is {i.status}; finish it with: sim {command} --resume {i.path}")
 
 
 def differences(infos: list[RunInfo]) -> list[str]:
@@ -124,6 +133,8 @@ def differences(infos: list[RunInfo]) -> list[str]:
         out.append("policy")
     keys = sorted({k for i in infos for k in i.rules}, key=list(Rules().as_dict()).index)
     out += [f"rule {k}" for k in keys if len({i.rules.get(k) for i in infos}) > 1]
+    options = sorted({k for i in infos for k in i.solve})
+    out += [f"solver {k}" for k in options if len({i.solve.get(k) for i in infos}) > 1]
     return out
 
 
@@ -131,10 +142,12 @@ def labels(infos: list[RunInfo]) -> list[str]:
     """Short unique names: the policy and/or the rules that differ, else the directory names."""
     diff = differences(infos)
     keys = [d.removeprefix("rule ") for d in diff if d.startswith("rule ")]
+    options = [d.removeprefix("solver ") for d in diff if d.startswith("solver ")]
     out = []
     for i in infos:
         parts = [i.policy] if "policy" in diff else []
         parts += [f"{k}={i.rules.get(k)}" for k in keys]
+        parts += [f"{k}={'none' if i.solve.get(k) is None else i.solve.get(k)}" for k in options]
         out.append(" ".join(parts) or i.name)
     if len(set(out)) < len(out):
         out = [i.name for i in infos]
@@ -316,8 +329,14 @@ def _signed_ci(lo: float, hi: float, digits: int) -> str:
 
 
 def _scan(path: str, i: int) -> pl.LazyFrame:
-    return pl.scan_parquet(runner.run_parts(path)).select(
-        "game", pl.col("won").alias(f"won{i}"), pl.col("score").cast(pl.Int64).alias(f"score{i}"))
+    """game, won{i}, score{i} of a run; for a solve run, won is "a winning line was found" and score the best found."""
+    lf = pl.scan_parquet(runner.run_parts(path))
+    try:
+        names = lf.collect_schema().names()
+    except (pl.exceptions.PolarsError, OSError) as e:
+        raise RunError(f"cannot read {path}: {e}") from None
+    won = pl.col("won") if "won" in names else pl.col("outcome") == "won"
+    return lf.select("game", won.alias(f"won{i}"), pl.col("score").cast(pl.Int64).alias(f"score{i}"))
 
 
 def paired_sums(paths: list[str], n: int, batch: int = BATCH) -> dict[str, int]:
@@ -394,8 +413,30 @@ def compare_runs(run_dirs, batch: int = BATCH, notes=()) -> Comparison:
         pairs.append(Pair(a=names[i], b=names[j], games=n, wins_a=s[f"wins{i}"], wins_b=s[f"wins{j}"], both=both,
                           a_only=b, b_only=c, diff=(b - c) / n, diff_low=low, diff_high=high,
                           p_value=mcnemar_exact(b, c), score_diff=mean, score_diff_low=mlo, score_diff_high=mhi))
+    if infos[0].kind == "solve":
+        notes = [*notes, "solve runs: won = a winning line found (unresolved deals count as not won), "
+                         "score = the best score found"]
     return Comparison(arms=tuple(arms), pairs=tuple(pairs), seed=infos[0].seed, n=n,
                       deal_source=infos[0].deal_source, differs=tuple(differences(infos)), notes=tuple(notes))
+
+
+def arm_reports(comparison: Comparison) -> list:
+    """The RunReport of each run of a comparison, in its order (score distributions for the figures)."""
+    return [load_report(a.path) for a in comparison.arms]
+
+
+def compare_if_pairable(run_dirs) -> tuple[Comparison | None, str]:
+    """(the paired comparison of the runs, "") when they can be paired, else (None, why not).
+
+    For `sim report` of several runs: runs on the same deals are compared
+    game by game; others are reported side by side only.
+    """
+    if len(run_dirs) < 2:
+        return None, "a comparison needs two runs or more"
+    try:
+        return compare_runs(run_dirs), ""
+    except UsageError as e:
+        return None, str(e)
 
 
 # --- making the runs -----------------------------------------------------------------------------------

@@ -1,29 +1,62 @@
-"""One self-contained HTML report: the report's tables and its figures as embedded PNGs.
+"""Self-contained HTML pages of `sim report`, `sim compare` and `sim sweep`: tables and embedded figures.
 
-The page has inline CSS and `data:` images only, so it opens with no network
-and can be mailed or archived as one file.
+Each page has inline CSS and `data:` images only (no script, no link, no
+font or stylesheet from elsewhere), so it opens from disk with no network
+and can be mailed or archived as one file. Every page names the command line
+that made it, the project's version and the date.
 """
 
 import base64
 from datetime import datetime, timezone
 from html import escape
+from pathlib import Path
 
 from sim.analysis.report import RunReport, header_lines, overview_table, tables
-from sim.analysis.tables import Table
+from sim.analysis.tables import Table, fmt_int, pct_digits
+from sim.version import __version__
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
-h1, h2 { font-weight: 600; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto; max-width: 72em;
+       padding: 0 1em; color: #222; line-height: 1.4; }
+h1 { font-weight: 650; margin-bottom: 0.2em; }
+h2 { font-weight: 600; margin-top: 1.8em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+h3 { font-weight: 600; margin: 0.2em 0 0.4em; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
 th, td { padding: 0.2em 0.8em; border-bottom: 1px solid #ddd; }
 th { background: #f3f3f3; }
-td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; }
+td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.l, th.l { text-align: left; }
 caption { text-align: left; font-weight: 600; padding: 0.3em 0; }
-.note { color: #555; font-size: 0.85em; margin-top: -1em; margin-bottom: 1.5em; }
+.meta { color: #555; font-size: 0.85em; margin-top: 0; }
+.meta code { background: #f3f3f3; padding: 0.1em 0.3em; border-radius: 3px; }
+.note { color: #555; font-size: 0.85em; margin-top: -1em; margin-bottom: 1.5em; max-width: 60em; }
 .warning { color: #a00; font-weight: 600; }
 .tables { display: flex; flex-wrap: wrap; gap: 0 3em; align-items: flex-start; }
-img { max-width: 100%; }
+.pairs { display: flex; flex-wrap: wrap; gap: 1em; margin: 0.5em 0 1em; }
+.pair { border: 1px solid #ddd; border-radius: 6px; padding: 0.6em 1em; background: #fcfcfc; }
+.pair table { margin: 0.3em 0 0.5em; }
+.pair p { margin: 0.15em 0; font-size: 0.9em; }
+.sig { color: #176b2c; font-weight: 600; }
+.nosig { color: #666; }
+figure { margin: 1em 0 1.5em; }
+figcaption { color: #555; font-size: 0.85em; }
+img { max-width: 100%; height: auto; }
+pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
 """
+
+FIGURE_CAPTIONS = {
+    "win_rate": "Win rate with its 95% Wilson interval (top) and mean score of the won games with its 95% "
+                "interval (bottom); both axes start at 0.",
+    "paired_difference": "Paired differences, A - B, on the same deals: win rate (95% Bonett-Price interval, "
+                         "McNemar's exact p) and mean score over the games both won (95% interval). Green: "
+                         "A ahead, red: B ahead, grey: the interval contains 0.",
+    "score_distribution": "Share of games per score (a won game's score is the cards left in the stock); "
+                          "the lost games on the right.",
+    "cards_played": "Cards placed before the game ended, as a share of the won and of the lost games.",
+    "best_score": "Best score of each deal found by the solver: solid where it is proven best, hatched where "
+                  "a better win may exist; outcome of every deal on the right.",
+}
+"""What each named figure shows, printed under it on the pages."""
 
 
 def table_html(t: Table) -> str:
@@ -42,20 +75,125 @@ def table_html(t: Table) -> str:
     return "\n".join(out)
 
 
-def image_html(png: bytes, alt: str) -> str:
-    """A PNG embedded as a `data:` image, so the page needs no other file."""
+def image_html(png: bytes, alt: str, caption: str = "") -> str:
+    """A PNG embedded as a `data:` image (so the page needs no other file), with an optional caption."""
     data = base64.b64encode(png).decode("ascii")
-    return f'<p><img alt="{escape(alt)}" src="data:image/png;base64,{data}"></p>'
+    under = f"<figcaption>{escape(caption)}</figcaption>" if caption else ""
+    return f'<figure><img alt="{escape(alt)}" src="data:image/png;base64,{data}">{under}</figure>'
 
 
-def render_html(reports: list[RunReport], figures: dict[str, bytes], title: str = "Foursquare run report") -> str:
-    """The page: overview (several runs), figures, then each run's tables."""
-    body = [f"<h1>{escape(title)}</h1>",
-            f'<p class="note">Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by sim report.</p>']
+def figures_html(figures: dict) -> list[str]:
+    """Each named matplotlib figure as an embedded PNG with the caption of its name."""
+    from sim.analysis.plots import png_bytes
+
+    return [image_html(png_bytes(fig), name.replace("_", " "), FIGURE_CAPTIONS.get(name, ""))
+            for name, fig in figures.items()]
+
+
+def provenance(command: str | None, when: datetime | None = None) -> str:
+    """The line under a page's title: the command line that made it, the project version and the date."""
+    when = when or datetime.now(timezone.utc)
+    made = f"<code>{escape(command)}</code>" if command else "the sim library"
+    return (f'<p class="meta">Made by {made} &middot; foursquare-sim {escape(__version__)} &middot; '
+            f"{when:%Y-%m-%d %H:%M} UTC</p>")
+
+
+def page(title: str, body: list[str], command: str | None = None, when: datetime | None = None) -> str:
+    """A whole self-contained page: title, provenance line, then the body's HTML blocks."""
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+            f"<h1>{escape(title)}</h1>\n{provenance(command, when)}\n" + "\n".join(body) + "\n</body>\n</html>\n")
+
+
+def write_page(path: str | Path, text: str) -> Path:
+    """Write a page at `path` (its directory created) in one atomic rename; returns the path."""
+    from sim.jobs.files import write_atomic
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    return path
+
+
+# --- paired comparisons ---------------------------------------------------------------------------
+
+
+def _pct(x: float, digits: int, signed: bool = False) -> str:
+    return "-" if x != x else f"{100 * x:{'+' if signed else ''}.{digits}f}%"
+
+
+def pair_html(p, n: int) -> str:
+    """One pair A, B: the paired 2x2 table of wins (both, A only, B only, neither), the difference
+    pA - pB with its 95% interval, McNemar's p and the mean score difference over the games both won."""
+    from sim.analysis.compare import fmt_p
+
+    d = pct_digits(n)
+    neither = p.games - p.both - p.a_only - p.b_only
+    clear = p.diff_low > 0 or p.diff_high < 0
+    verdict = (f'<span class="sig">{escape(p.a if p.diff > 0 else p.b)} wins more deals</span>' if clear
+               else '<span class="nosig">no difference shown (the interval contains 0)</span>')
+    rows = [
+        f"<h3>{escape(p.a)} vs {escape(p.b)}</h3>",
+        "<table>",
+        f'<tr><th></th><th class="r">{escape(p.b)} won</th><th class="r">{escape(p.b)} lost</th>'
+        '<th class="r">total</th></tr>',
+        f'<tr><th class="l">{escape(p.a)} won</th><td class="r">{fmt_int(p.both)} (both)</td>'
+        f'<td class="r">{fmt_int(p.a_only)} (A only)</td><td class="r">{fmt_int(p.wins_a)}</td></tr>',
+        f'<tr><th class="l">{escape(p.a)} lost</th><td class="r">{fmt_int(p.b_only)} (B only)</td>'
+        f'<td class="r">{fmt_int(neither)} (neither)</td><td class="r">{fmt_int(p.games - p.wins_a)}</td></tr>',
+        f'<tr><th class="l">total</th><td class="r">{fmt_int(p.wins_b)}</td>'
+        f'<td class="r">{fmt_int(p.games - p.wins_b)}</td><td class="r">{fmt_int(p.games)}</td></tr>',
+        "</table>",
+        f"<p>pA - pB = <b>{_pct(p.diff, d, True)}</b> (95% paired CI {_pct(p.diff_low, d, True)} .. "
+        f"{_pct(p.diff_high, d, True)}): {verdict}</p>",
+        f"<p>McNemar's exact p = <b>{escape(fmt_p(p.p_value))}</b> on the {fmt_int(p.a_only + p.b_only)} games "
+        "only one of them won</p>",
+    ]
+    if p.score_diff is None:
+        rows.append("<p>score A - B: no game both won</p>")
+    elif p.score_diff_low is None:
+        rows.append(f"<p>score A - B = {p.score_diff:+.2f} on the one game both won</p>")
+    else:
+        rows.append(f"<p>score A - B = <b>{p.score_diff:+.2f}</b> (95% CI {p.score_diff_low:+.2f} .. "
+                    f"{p.score_diff_high:+.2f}) over the {fmt_int(p.both)} games both won</p>")
+    return '<div class="pair">' + "\n".join(rows) + "</div>"
+
+
+def comparison_html(comparison, runs_table: bool = True) -> list[str]:
+    """A Comparison's blocks: its header, notes, the Runs table (unless not asked for), and one paired
+    table per pair."""
+    out = [f"<p>{escape(comparison.header())}</p>"]
+    out += [f'<p class="note">{escape(n)}</p>' for n in comparison.notes]
+    runs, pairs = comparison.tables()
+    if runs_table:
+        out.append(table_html(runs))
+    out.append('<div class="pairs">' + "\n".join(pair_html(p, comparison.n) for p in comparison.pairs) + "</div>")
+    out.append("<details><summary>All pairs in one table</summary>" + table_html(pairs) + "</details>")
+    return out
+
+
+# --- the pages ---------------------------------------------------------------------------------------
+
+
+def report_page(reports: list[RunReport], figures: dict, command: str | None = None, comparison=None,
+                unpaired: str = "", title: str = "Foursquare run report") -> str:
+    """`sim report --html`: overview and win-rate chart, the paired comparison of several runs (or why
+    there is none), the other figures, then each run's tables. `figures` are named matplotlib figures."""
+    figures = dict(figures)
+    body = []
     if len(reports) > 1:
         body.append(table_html(overview_table(reports)))
-    for name, png in figures.items():
-        body.append(image_html(png, name.replace("_", " ")))
+    body += figures_html({k: figures.pop(k) for k in ("win_rate",) if k in figures})
+    if len(reports) > 1:
+        body.append("<h2>Paired comparison</h2>")
+        if comparison is not None:
+            body += comparison_html(comparison, runs_table=False)
+            body += figures_html({k: figures.pop(k) for k in ("paired_difference",) if k in figures})
+        else:
+            body.append(f'<p class="note">No paired comparison: {escape(unpaired)}</p>')
+    body.append("<h2>Distributions</h2>")
+    body += figures_html(figures)
     for r in reports:
         body.append(f"<h2>{escape(r.name)}</h2>")
         body.append("<pre>" + escape("\n".join(header_lines(r))) + "</pre>")
@@ -63,6 +201,40 @@ def render_html(reports: list[RunReport], figures: dict[str, bytes], title: str 
         body.append('<div class="tables">')
         body += [table_html(t) for t in tables(r)]
         body.append("</div>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-            + "\n".join(body) + "\n</body>\n</html>\n")
+    return page(title, body, command)
+
+
+def compare_page(comparison, figures: dict, command: str | None = None) -> str:
+    """`sim compare --html`: the runs, the paired table of each pair with its difference and McNemar's p,
+    and the figures (win rates, paired differences, overlaid score distributions)."""
+    figures = dict(figures)
+    body = comparison_html(comparison)
+    body += figures_html({k: figures.pop(k) for k in ("win_rate", "paired_difference") if k in figures})
+    body += figures_html(figures)
+    body.append("<h2>Runs</h2>")
+    body.append(table_html(Table("", ("run", "directory", "policy", "rules"), tuple(
+        (a.label, a.path, a.policy, ", ".join(f"{k}={v}" for k, v in a.rules.items())) for a in comparison.arms),
+        align="llll")))
+    return page("Foursquare paired comparison", body, command)
+
+
+def sweep_page(sweep, figures: dict, command: str | None = None) -> str:
+    """`sim sweep --html`: the table of combinations and the win-rate and mean-score chart."""
+    body = [f"<p>{escape(sweep.header())}</p>"]
+    body += [f'<p class="note">{escape(n)}</p>' for n in sweep.notes]
+    body.append(table_html(sweep.table()))
+    body += figures_html(figures)
+    body.append(table_html(Table("Runs", (*sweep.options, "directory"),
+                                 tuple((*r.values, r.path) for r in sweep.rows), align="l" * (len(sweep.options) + 1))))
+    return page("Foursquare rule sweep", body, command)
+
+
+def solve_page(summaries, figures: dict, command: str | None = None) -> str:
+    """`sim report --html` on solve runs: each run's summary as text and the best-score figure."""
+    from sim.analysis.report import solve_report_text
+
+    body = figures_html(figures)
+    for r in summaries:
+        body.append(f"<h2>{escape(Path(r.path).name)} (sim solve)</h2>")
+        body.append("<pre>" + escape(solve_report_text(r)) + "</pre>")
+    return page("Foursquare solve report", body, command)

@@ -1,15 +1,25 @@
-"""Figures of runs, comparisons and sweeps (matplotlib, Agg backend, no pyplot).
+"""Figures of runs, comparisons, sweeps and solve runs (matplotlib, Agg backend, no pyplot).
 
 matplotlib is imported inside the functions, so `import sim` and the
 commands that draw nothing stay fast. Figures are built on
 `matplotlib.figure.Figure` with an Agg canvas: no global pyplot state, no
 display needed.
+
+Every figure names the runs it shows (a caption line at the top), every
+legend lists every run (a run with nothing to draw in a panel is listed as
+such), bars carry their values, value axes start at 0, and every mean or
+rate carries its 95% interval. The same figures go into PNG files
+(`--png DIR`) and into the HTML pages.
 """
 
 import io
+import math
+import textwrap
 from pathlib import Path
 
 DPI = 110
+CAPTION_CHAR_PX = 7.3
+"""Width of a character of a figure's caption, in pixels at DPI: its lines are wrapped to the figure's width."""
 
 
 def _figure(width: float, height: float):
@@ -21,6 +31,18 @@ def _figure(width: float, height: float):
     return fig
 
 
+def _colour(i: int) -> str:
+    return f"C{i % 10}"
+
+
+def _caption(fig, text: str) -> None:
+    """The runs a figure shows, as a small line (wrapped) above its panels."""
+    if text:
+        width = int(fig.get_figwidth() * DPI / CAPTION_CHAR_PX) - 2
+        wrapped = "\n".join(textwrap.wrap(text, width, break_on_hyphens=False))
+        fig.suptitle(wrapped, fontsize="small", color="#333", x=0.01, ha="left")
+
+
 def _labels(reports) -> list[str]:
     names = [r.name for r in reports]
     if len(set(names)) < len(names):
@@ -28,79 +50,261 @@ def _labels(reports) -> list[str]:
     return names
 
 
-def score_distribution_figure(reports):
-    """Share of games per score (wins), and the lost games in their own panel; several runs side by side."""
+def _rules_words(rules: dict) -> str:
+    from sim.analysis.tables import rules_text
+
+    text = rules_text(rules)
+    return "default rules" if text == "default" else text
+
+
+def run_caption(reports) -> str:
+    """What runs a figure shows: each run's directory with its policy, games, seed and rules."""
+    parts = [f"{r.name} ({r.policy}, {r.games:,} games, seed {r.seed}, {_rules_words(r.rules)})" for r in reports]
+    return ("run: " if len(parts) == 1 else "runs: ") + "; ".join(parts)
+
+
+def _percent(x: float) -> str:
+    if math.isnan(x):
+        return "-"
+    return f"{x:.1f}%" if abs(x) >= 10 or x == 0 else f"{x:.2f}%"
+
+
+def score_distribution_figure(reports, labels=None, overlay: bool = False, caption: str | None = None):
+    """Share of games per score (wins), and the lost games in their own panel, one colour per run.
+
+    Several runs are drawn side by side, or with `overlay` as overlaid
+    outlines (for comparisons). The legend lists every run; the lost panel
+    prints each run's share.
+    """
     import numpy as np
 
-    fig = _figure(10, 4.5)
-    grid = fig.add_gridspec(1, 2, width_ratios=[6, 1])
+    labels = list(labels or _labels(reports))
+    fig = _figure(10, 4.6)
+    grid = fig.add_gridspec(1, 2, width_ratios=[6, 1.3])
     ax, ax_lost = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
     top = max(s for r in reports for s, _ in r.score_counts)
     x = np.arange(top + 1)
     k = len(reports)
     width = 0.8 / k
-    for i, (r, label) in enumerate(zip(reports, _labels(reports))):
+    lost_shares = []
+    for i, (r, label) in enumerate(zip(reports, labels)):
         counts = dict(r.score_counts)
-        share = np.array([counts.get(s, 0) for s in x]) / max(r.games, 1)
-        offset = (i - (k - 1) / 2) * width
-        bars = ax.bar(x + offset, share * 100, width, label=label)
-        ax_lost.bar([offset], [100 * r.losses / max(r.games, 1)], width, color=bars.patches[0].get_facecolor())
+        share = 100 * np.array([counts.get(s, 0) for s in x]) / max(r.games, 1)
+        name = f"{label}: {r.wins:,} wins of {r.games:,}" + ("" if r.wins else " (no score to draw)")
+        if overlay:
+            ax.stairs(share, np.arange(top + 2) - 0.5, color=_colour(i), linewidth=1.8, label=name,
+                      fill=False)
+            ax.stairs(share, np.arange(top + 2) - 0.5, color=_colour(i), alpha=0.12, fill=True)
+        else:
+            offset = (i - (k - 1) / 2) * width
+            ax.bar(x + offset, share, width, label=name, color=_colour(i))
+        lost_shares.append(100 * r.losses / max(r.games, 1))
     ax.set_xticks(x)
+    ax.set_xlim(-0.7, top + 0.7)
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("score (cards left in the stock at a win)")
     ax.set_ylabel("% of games")
     ax.set_title("Score distribution of won games")
     ax.grid(axis="y", alpha=0.3)
-    if k > 1:
-        ax.legend(fontsize="small")
-    ax_lost.set_xticks([0], ["lost"])
-    ax_lost.set_xlim(-0.5, 0.5)
-    ax_lost.set_ylim(0, 100)
-    ax_lost.set_title("Lost")
+    ax.legend(fontsize="small", loc="upper left")
+    positions = np.arange(k)
+    bars = ax_lost.bar(positions, lost_shares, 0.7, color=[_colour(i) for i in range(k)])
+    ax_lost.bar_label(bars, [_percent(v) for v in lost_shares], fontsize="x-small", padding=2,
+                      rotation=90 if k > 3 else 0)
+    short = k <= 4 and all(len(label) <= 12 for label in labels)
+    if short or k == 1:
+        ax_lost.set_xticks(positions, labels, fontsize="x-small", rotation=30 if k > 1 else 0,
+                           ha="right" if k > 1 else "center")
+    else:
+        ax_lost.set_xticks(positions, [str(i + 1) for i in range(k)], fontsize="small")
+        ax_lost.set_xlabel("run (legend order)", fontsize="small")
+    ax_lost.set_xlim(-0.6, k - 0.4)
+    ax_lost.set_ylim(0, 112)
+    ax_lost.set_title("Lost games")
     ax_lost.set_ylabel("% of games")
     ax_lost.grid(axis="y", alpha=0.3)
+    _caption(fig, run_caption(reports) if caption is None else caption)
     return fig
 
 
-def cards_played_figure(reports):
-    """Distribution of cards played, won and lost games in two panels, one line per run."""
-    fig = _figure(10, 4)
+def cards_played_figure(reports, labels=None, caption: str | None = None):
+    """Distribution of cards played by won and by lost games (two panels), one line per run.
+
+    Both legends list every run; a run with no won (or no lost) game is listed
+    as such in that panel instead of being left out.
+    """
+    labels = list(labels or _labels(reports))
+    fig = _figure(10, 4.4)
     axes = fig.subplots(1, 2, sharex=True)
-    for r, label in zip(reports, _labels(reports)):
-        for ax, pairs, total in ((axes[0], r.cards_played_wins, r.wins), (axes[1], r.cards_played_losses, r.losses)):
+    for i, (r, label) in enumerate(zip(reports, labels)):
+        for ax, pairs, total, what in ((axes[0], r.cards_played_wins, r.wins, "won"),
+                                       (axes[1], r.cards_played_losses, r.losses, "lost")):
             if pairs and total:
                 xs, ks = zip(*pairs)
-                ax.plot(xs, [100 * k / total for k in ks], marker="o", markersize=3, label=label)
-    for ax, title in zip(axes, ("Won games", "Lost games")):
-        ax.set_title(f"Cards played: {title.lower()}")
+                ax.plot(xs, [100 * k / total for k in ks], marker="o", markersize=3, color=_colour(i),
+                        label=f"{label} ({total:,} {what})")
+            else:
+                ax.plot([], [], marker="o", markersize=3, color=_colour(i), label=f"{label} (no {what} games)")
+    for ax, what in zip(axes, ("won", "lost")):
+        ax.set_title(f"Cards played: {what} games")
         ax.set_xlabel("cards played")
-        ax.set_ylabel(f"% of {title.split()[0].lower()} games")
+        ax.set_ylabel(f"% of {what} games")
+        ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-    if len(reports) > 1:
-        axes[0].legend(fontsize="small")
+        ax.legend(fontsize="small", loc="upper left")
+    _caption(fig, run_caption(reports) if caption is None else caption)
     return fig
 
 
-def win_rate_figure(labels, rates, lows, highs, scores, title: str):
-    """Win rate with 95% error bars and mean score, one point per run (sweeps and comparisons)."""
+def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=None, score_highs=None,
+                    caption: str = ""):
+    """Win rate with its 95% interval, and mean score of the wins with its 95% interval, one column per run.
+
+    Both value axes start at 0; each point and bar carries its value.
+    `labels` name the runs on the x axis; `caption` says which runs they are.
+    """
     import numpy as np
 
-    fig = _figure(max(6, 0.9 * len(labels) + 3), 5.5)
-    ax, ax2 = fig.subplots(2, 1, sharex=True, height_ratios=[2, 1])
-    x = np.arange(len(labels))
+    k = len(labels)
+    fig = _figure(max(6.5, 1.1 * k + 3), 5.2)
+    ax, ax2 = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+    x = np.arange(k)
     rates, lows, highs = (100 * np.asarray(v, float) for v in (rates, lows, highs))
-    ax.errorbar(x, rates, yerr=[rates - lows, highs - rates], fmt="o", capsize=4)
+    for i in range(k):
+        ax.errorbar([x[i]], [rates[i]], yerr=[[rates[i] - lows[i]], [highs[i] - rates[i]]], fmt="o",
+                    capsize=5, color=_colour(i), markersize=6)
+        ax.annotate(f"{_percent(rates[i])}\n({_percent(lows[i])} .. {_percent(highs[i])})",
+                    (x[i], highs[i]), textcoords="offset points", xytext=(0, 4), ha="center", fontsize="x-small")
+    top = np.nanmax(highs) if k and not np.all(np.isnan(highs)) else 100
+    ax.set_ylim(0, min(100, top * 1.25 + 1) if top < 80 else 109)
     ax.set_ylabel("win rate, % (95% CI)")
     ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax2.bar(x, [np.nan if s is None else s for s in scores], color="tab:gray")
-    ax2.set_ylabel("mean score (wins)")
-    ax2.set_xticks(x, labels, rotation=30 if len(labels) > 4 else 0, ha="right" if len(labels) > 4 else "center")
+    ax.grid(axis="y", alpha=0.3)
+
+    means = np.array([np.nan if s is None else s for s in scores], float)
+    lo = np.array([np.nan if v is None else v for v in (score_lows or [None] * k)], float)
+    hi = np.array([np.nan if v is None else v for v in (score_highs or [None] * k)], float)
+    has_ci = ~np.isnan(lo) & ~np.isnan(means)
+    bars = ax2.bar(x, np.nan_to_num(means), 0.6, color=[_colour(i) for i in range(k)], alpha=0.75)
+    if has_ci.any():
+        ax2.errorbar(x[has_ci], means[has_ci], yerr=[means[has_ci] - lo[has_ci], hi[has_ci] - means[has_ci]],
+                     fmt="none", ecolor="#222", capsize=5)
+    ax2.bar_label(bars, ["no wins" if np.isnan(m) else f"{m:.2f}" for m in means], fontsize="x-small",
+                  padding=2, label_type="center")
+    ax2.set_ylim(0, max(1.0, np.nanmax(np.where(np.isnan(hi), means, hi)) * 1.15) if not np.all(np.isnan(means))
+                 else 1.0)
+    ax2.set_ylabel("mean score of wins\n(95% CI)")
+    longest = max((len(line) for v in labels for line in str(v).splitlines()), default=0)
+    rotate = longest * CAPTION_CHAR_PX * 0.9 > 0.85 * fig.get_figwidth() * DPI / max(k, 1)
+    ax2.set_xticks(x, labels, rotation=30 if rotate else 0, ha="right" if rotate else "center", fontsize="small")
     ax2.grid(axis="y", alpha=0.3)
+    _caption(fig, caption)
+    return fig
+
+
+def paired_difference_figure(pairs, n: int, caption: str = ""):
+    """Each pair's win-rate difference pA - pB and mean score difference (games both won), with 95% intervals.
+
+    One row per pair (A - B), a line at 0: an interval that does not cross
+    it is a difference the games show. The McNemar p-value is printed beside
+    each win-rate difference.
+    """
+    import numpy as np
+
+    from sim.analysis.compare import fmt_p
+
+    k = len(pairs)
+    names = [f"{p.a} - {p.b}" if len(p.a) + len(p.b) <= 24 else f"{p.a}\n- {p.b}" for p in pairs]
+    fig = _figure(10, 1.9 + (0.55 if all("\n" not in name for name in names) else 0.75) * k)
+    ax, ax2 = fig.subplots(1, 2, sharey=True)
+    y = np.arange(k)[::-1]
+    for row, p in zip(y, pairs):
+        d, lo, hi = (100 * v for v in (p.diff, p.diff_low, p.diff_high))
+        colour = "tab:green" if lo > 0 else "tab:red" if hi < 0 else "tab:gray"
+        ax.errorbar([d], [row], xerr=[[d - lo], [hi - d]], fmt="o", capsize=5, color=colour)
+        ax.annotate(f"{d:+.2f} pp ({lo:+.2f} .. {hi:+.2f}), McNemar p {fmt_p(p.p_value)}", (0.5, row),
+                    xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 8), ha="center",
+                    fontsize="x-small")
+        if p.score_diff is not None and p.score_diff_low is not None:
+            s, slo, shi = p.score_diff, p.score_diff_low, p.score_diff_high
+            colour = "tab:green" if slo > 0 else "tab:red" if shi < 0 else "tab:gray"
+            ax2.errorbar([s], [row], xerr=[[s - slo], [shi - s]], fmt="o", capsize=5, color=colour)
+            ax2.annotate(f"{s:+.2f} ({slo:+.2f} .. {shi:+.2f}) over {p.both:,} games", (0.5, row),
+                         xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 8),
+                         ha="center", fontsize="x-small")
+        else:
+            ax2.annotate(f"{p.both:,} games both won: no interval", (0.5, row), xycoords=("axes fraction", "data"),
+                         ha="center", va="center", fontsize="x-small", color="#555")
+    for a in (ax, ax2):
+        a.axvline(0, color="#222", linewidth=0.8)
+        a.grid(axis="x", alpha=0.3)
+        lo, hi = a.get_xlim()
+        m = max(abs(lo), abs(hi))
+        a.set_xlim(-1.25 * m, 1.25 * m)
+    ax.set_yticks(y, names, fontsize="small")
+    ax.set_ylim(-0.6, k - 0.2)
+    ax.set_xlabel("pA - pB, percentage points (95% paired CI)")
+    ax.set_title(f"Win-rate difference ({n:,} deals)", fontsize="medium")
+    ax2.set_xlabel("score A - B (95% CI)")
+    ax2.set_title("Mean score difference (games both won)", fontsize="medium")
+    _caption(fig, caption)
+    return fig
+
+
+def best_score_figure(summaries, caption: str = ""):
+    """A solve run's best scores: deals per best score found, proven best or not; and won/lost/unresolved.
+
+    One colour per run; a hatched bar is the part whose best score is not proven.
+    """
+    import numpy as np
+
+    k = len(summaries)
+    fig = _figure(10, 4.6)
+    grid = fig.add_gridspec(1, 2, width_ratios=[6, 1.6])
+    ax, ax_out = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
+    scores = sorted({s for r in summaries for s, _, _ in r.score_counts}) or [0]
+    x = np.arange(min(scores), max(scores) + 1)
+    width = 0.8 / k
+    highest = 0.0
+    for i, r in enumerate(summaries):
+        found = {s: kk for s, kk, _ in r.score_counts}
+        proven = {s: p for s, _, p in r.score_counts}
+        d = max(r.deals, 1)
+        pr = 100 * np.array([proven.get(s, 0) for s in x]) / d
+        un = 100 * np.array([found.get(s, 0) - proven.get(s, 0) for s in x]) / d
+        offset = (i - (k - 1) / 2) * width
+        name = Path(r.path).name
+        ax.bar(x + offset, pr, width, color=_colour(i), label=f"{name}: proven best")
+        tops = ax.bar(x + offset, un, width, bottom=pr, color=_colour(i), alpha=0.35, hatch="//",
+                      label=f"{name}: best found, not proven")
+        ax.bar_label(tops, [_percent(a + b) if a + b else "" for a, b in zip(pr, un)], fontsize="x-small",
+                     padding=2, rotation=90 if k > 2 else 0)
+        highest = max(highest, float(np.max(pr + un)))
+        outs = [100 * v / d for v in (r.won, r.lost, r.unresolved)]
+        pos = np.arange(3) + offset
+        bars = ax_out.bar(pos, outs, width, color=_colour(i))
+        ax_out.bar_label(bars, [_percent(v) for v in outs], fontsize="x-small", padding=2,
+                         rotation=90 if k > 1 else 0)
+    ax.set_xticks(x)
+    ax.set_ylim(0, highest * 1.15 + 1)
+    ax.set_xlabel("best score found (cards left in the stock)")
+    ax.set_ylabel("% of deals")
+    ax.set_title("Best score of each deal (solver, stock order known)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left")
+    ax_out.set_xticks(np.arange(3), ["won", "lost", "unresolved"], fontsize="small", rotation=30, ha="right")
+    ax_out.set_ylim(0, 125)
+    ax_out.set_ylabel("% of deals")
+    ax_out.set_title("Outcome")
+    ax_out.grid(axis="y", alpha=0.3)
+    _caption(fig, caption or ("runs: " if k > 1 else "run: ") + "; ".join(
+        f"{Path(r.path).name} ({r.deals:,} deals, "
+        f"{'first win only' if r.options.get('first_win') else 'best score sought'})" for r in summaries))
     return fig
 
 
 def png_bytes(fig) -> bytes:
-    """A figure as PNG bytes, for embedding in the HTML report."""
+    """A figure as PNG bytes, for embedding in the HTML pages."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
     return buf.getvalue()
@@ -114,13 +318,63 @@ def save_png(fig, path: str | Path) -> Path:
     return path
 
 
-def report_figures(reports) -> dict:
-    """The report's figures by file stem."""
-    return {"score_distribution": score_distribution_figure(reports),
-            "cards_played": cards_played_figure(reports)}
-
-
-def write_report_pngs(reports, directory: str | Path) -> list[Path]:
-    """score_distribution.png and cards_played.png in `directory` (created); several runs share each figure."""
+def write_pngs(figures: dict, directory: str | Path) -> list[Path]:
+    """Each figure as `<name>.png` in `directory` (created); returns the paths written."""
     directory = Path(directory)
-    return [save_png(fig, directory / f"{name}.png") for name, fig in report_figures(reports).items()]
+    return [save_png(fig, directory / f"{name}.png") for name, fig in figures.items()]
+
+
+# --- the figures of each command ----------------------------------------------------------------
+
+
+def report_win_rate_figure(reports):
+    """`sim report`'s win-rate chart: each run's win rate and mean score with their 95% intervals."""
+    return win_rate_figure(_labels(reports), [r.win_rate for r in reports], [r.win_rate_low for r in reports],
+                           [r.win_rate_high for r in reports], [r.score_mean for r in reports],
+                           "Win rate (95% Wilson interval)", [r.score_mean_low for r in reports],
+                           [r.score_mean_high for r in reports], caption=run_caption(reports))
+
+
+def comparison_caption(comparison) -> str:
+    """What runs a comparison's figures show: each run's label and its directory."""
+    return "runs: " + "; ".join(f"{a.label}: {Path(a.path).name}" for a in comparison.arms)
+
+
+def report_figures(reports, comparison=None) -> dict:
+    """`sim report`'s figures by file stem; with a Comparison of the runs, its paired differences too."""
+    figures = {"win_rate": report_win_rate_figure(reports),
+               "score_distribution": score_distribution_figure(reports),
+               "cards_played": cards_played_figure(reports)}
+    if comparison is not None:
+        figures["paired_difference"] = paired_difference_figure(comparison.pairs, comparison.n,
+                                                                comparison_caption(comparison))
+    return figures
+
+
+def compare_figures(comparison, reports) -> dict:
+    """`sim compare`'s figures by file stem: win rates, paired differences, overlaid score distributions.
+
+    `reports` are the RunReports of the comparison's runs, in the same order.
+    """
+    arms = comparison.arms
+    labels = [a.label for a in arms]
+    caption = comparison_caption(comparison)
+    return {
+        "win_rate": win_rate_figure(labels, [a.win_rate for a in arms], [a.win_rate_low for a in arms],
+                                    [a.win_rate_high for a in arms], [r.score_mean for r in reports],
+                                    f"Win rate on the same {comparison.n:,} deals (95% Wilson interval)",
+                                    [r.score_mean_low for r in reports], [r.score_mean_high for r in reports],
+                                    caption=caption),
+        "paired_difference": paired_difference_figure(comparison.pairs, comparison.n, caption),
+        "score_distribution": score_distribution_figure(reports, labels, overlay=True, caption=caption),
+    }
+
+
+def sweep_figures(sweep) -> dict:
+    """`sim sweep`'s figure by file stem: win rate and mean score of each combination."""
+    return {"win_rate": sweep.figure()}
+
+
+def solve_figures(summaries) -> dict:
+    """`sim report`'s figure of solve runs by file stem: the best-score distribution."""
+    return {"best_score": best_score_figure(summaries)}

@@ -76,9 +76,13 @@ def cell_name(cell: int) -> str:
     return f"{cell} (r{row} c{col})"
 
 
+LEGEND = "legend: 7 face-up top card, [7] face-down top card, 7* the card just placed, . empty; cell = row * 7 + col"
+"""The line under the header of `format_replay` that explains the grid's marks (Board.render)."""
+
+
 def format_replay(r: Replay) -> str:
     """The replay as `sim replay` prints it: each turn's card, cell, checks and table, then the end."""
-    lines = [f"deck: {' '.join(map(str, r.deck))}", f"policy: {r.policy}   rules: {r.rules.as_dict()}", ""]
+    lines = [f"deck: {' '.join(map(str, r.deck))}", f"policy: {r.policy}   rules: {r.rules.as_dict()}", LEGEND, ""]
     for t in r.turns:
         checks = [name for name, fired in (("row", t.row_fired), ("column", t.col_fired)) if fired]
         if len(checks) == 2:

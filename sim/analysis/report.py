@@ -21,7 +21,7 @@ from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_di
 from sim.jobs.play import END_ENUM
 from sim.jobs.runner import GAMES, RunError, UsageError, read_manifest, run_parts
 from sim.jobs.solve import SolveSummary, summarize_solve
-from sim.stats import quantile_from_counts, wilson
+from sim.stats import mean_interval_from_counts, quantile_from_counts, wilson
 
 MAX_DEFAULT_SCORE = 24
 """Largest score under the default rules (40 cards - 16 piles); the histogram always covers 0..24."""
@@ -66,6 +66,10 @@ class RunReport:
     """(score, wins with that score) for every score 0..24 (more if a rule option allows higher scores)."""
     score_mean: float | None
     """Of the won games; None without wins."""
+    score_mean_low: float | None
+    """Lower end of the normal 95% interval of the mean score (None with fewer than two wins)."""
+    score_mean_high: float | None
+    """Upper end of that interval."""
     score_median: float | None
     """Median score of the won games."""
     score_q1: float | None
@@ -157,7 +161,7 @@ def load_report(run_dir: str | Path) -> RunReport:
     scores = dict(_pairs(wins_frame, "score"))
     top = max([MAX_DEFAULT_SCORE, *scores])
     score_counts = tuple((s, scores.get(s, 0)) for s in range(top + 1))
-    mean = sum(s * k for s, k in scores.items()) / wins if wins else None
+    mean, mean_low, mean_high = mean_interval_from_counts(scores)
 
     end_counts = dict(counts.group_by("end").agg(pl.col("count").sum()).iter_rows()) if counts.height else {}
     ends = tuple((name, int(end_counts.get(name, 0))) for name in END_ENUM.categories)
@@ -176,7 +180,7 @@ def load_report(run_dir: str | Path) -> RunReport:
         path=str(run_dir), policy=m.get("policy", "?"), n=int(m.get("n", 0)), seed=int(m.get("seed", 0)),
         rules=dict(m.get("rules", {})), deals=deal_source(m), status=status, games=games, wins=wins,
         losses=losses, win_rate=wins / games if games else math.nan, win_rate_low=low, win_rate_high=high,
-        score_counts=score_counts, score_mean=mean,
+        score_counts=score_counts, score_mean=mean, score_mean_low=mean_low, score_mean_high=mean_high,
         score_median=quantile_from_counts(scores, 0.5), score_q1=quantile_from_counts(scores, 0.25),
         score_q3=quantile_from_counts(scores, 0.75), ends=ends,
         cards_played_wins=_pairs(wins_frame, "cards_played"), cards_played_losses=_pairs(loss_frame, "cards_played"),

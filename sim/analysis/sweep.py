@@ -2,6 +2,7 @@
 
 import itertools
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from sim.analysis.compare import json_ready, render_as, make_runs, reuse_notes
 from sim.analysis.report import load_report
@@ -63,6 +64,10 @@ class SweepRow:
     """Upper end of the 95% Wilson interval of the win rate."""
     mean_score: float | None
     """Mean score of the won games (None without wins)."""
+    mean_score_low: float | None
+    """Lower end of the normal 95% interval of the mean score (None with fewer than two wins)."""
+    mean_score_high: float | None
+    """Upper end of that interval."""
     reused: bool
     """An existing run with the same settings was reused, not played again."""
 
@@ -125,9 +130,14 @@ class Sweep:
         """Win rate (with intervals) and mean score of each combination, as a matplotlib figure."""
         from sim.analysis.plots import win_rate_figure
 
-        return win_rate_figure(self.labels(), [r.win_rate for r in self.rows], [r.win_rate_low for r in self.rows],
-                               [r.win_rate_high for r in self.rows], [r.mean_score for r in self.rows],
-                               f"{self.policy}: win rate by rule options ({self.n:,} games each, same deals)")
+        rows = self.rows
+        caption = "runs: " + "; ".join(f"{' '.join(label.split())}: {Path(r.path).name}"
+                                       for label, r in zip(self.labels(), rows))
+        return win_rate_figure(self.labels(), [r.win_rate for r in rows], [r.win_rate_low for r in rows],
+                               [r.win_rate_high for r in rows], [r.mean_score for r in rows],
+                               f"{self.policy}: win rate by rule options ({self.n:,} games each, same deals, "
+                               f"seed {self.seed})", [r.mean_score_low for r in rows],
+                               [r.mean_score_high for r in rows], caption=caption)
 
 
 def sweep(policy: str, n: int, option_values: list[tuple[str, list[str]]], seed: int = 0,
@@ -145,6 +155,7 @@ def sweep(policy: str, n: int, option_values: list[tuple[str, list[str]]], seed:
         r = load_report(path)
         rows.append(SweepRow(values=tuple(combo.values()), path=str(path), games=r.games, wins=r.wins,
                              win_rate=r.win_rate, win_rate_low=r.win_rate_low, win_rate_high=r.win_rate_high,
-                             mean_score=r.score_mean, reused=reused))
+                             mean_score=r.score_mean, mean_score_low=r.score_mean_low,
+                             mean_score_high=r.score_mean_high, reused=reused))
     return Sweep(policy=policy, n=n, seed=seed, options=tuple(k for k, _ in option_values), rows=tuple(rows),
                  notes=tuple(reuse_notes(made)))

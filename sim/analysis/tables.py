@@ -65,9 +65,18 @@ def fmt_int(k: int | None) -> str:
     return "-" if k is None else f"{k:,}"
 
 
+def pct_text(x: float, digits: int = 2) -> str:
+    """A share as a percentage with `digits` decimals, or more for a small one: two significant digits,
+    so a share that is not zero never reads 0 (4e-6 is "0.00040%", not "0.00%")."""
+    v = 100 * x
+    if v != 0 and math.isfinite(v) and abs(v) < 10 ** (1 - digits):
+        digits = max(digits, 1 - math.floor(math.log10(abs(v))))
+    return f"{v:.{digits}f}%"
+
+
 def fmt_pct(x: float | None, digits: int = 2) -> str:
-    """A share as a percentage; "-" when undefined (None or NaN)."""
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}%"
+    """A share as a percentage (see `pct_text`); "-" when undefined (None or NaN)."""
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else pct_text(x, digits)
 
 
 def fmt_num(x: float | None, digits: int = 2) -> str:
@@ -79,7 +88,7 @@ def fmt_ci(low: float, high: float, digits: int = 2) -> str:
     """An interval of shares as "low% .. high%"; "-" when undefined (no games)."""
     if math.isnan(low):
         return "-"
-    return f"{100 * low:.{digits}f}% .. {100 * high:.{digits}f}%"
+    return f"{pct_text(low, digits)} .. {pct_text(high, digits)}"
 
 
 def pct_digits(games: int) -> int:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from policies.heuristic import FEATURES
+from policies.heuristic import DEFAULT_WEIGHTS, FEATURES
 from sim.engine.rules import Rules
 from sim.jobs.pool import run_tasks
 from sim.players.api import play_range, warm_up
@@ -47,11 +47,14 @@ class TuneResult:
     """Per round: best and mean win rate of the population."""
     settings: dict = field(default_factory=dict)
     """The arguments that produced this result."""
+    baseline_win_rate: float | None = None
+    """Win rate of the default weights on the training games: what the tuning has to beat."""
 
     def as_json(self) -> dict:
         """The weights by feature name, their win rates and the settings, as `sim tune` saves them."""
         return {
             "weights": dict(zip(self.features, self.weights)),
+            "baseline_win_rate": self.baseline_win_rate,
             "train_win_rate": self.train_win_rate,
             "validation_win_rate": self.validation_win_rate,
             "validation_interval": list(self.validation_interval),
@@ -68,8 +71,12 @@ def _evaluate(task):
 def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int = 15, population: int = 30,
          elite: int = 6, validation_seed: int | None = None, validation_n: int | None = None,
          rules: Rules | None = None, workers: int = 1, start: np.ndarray | None = None,
-         noise: float = 4.0, on_round=None) -> TuneResult:
-    """Cross-entropy search of `policy`'s weights; `on_round(round, best, mean)` reports progress."""
+         noise: float = 4.0, on_round=None, on_baseline=None) -> TuneResult:
+    """Cross-entropy search of `policy`'s weights; `on_round(round, best, mean)` reports progress.
+
+    Before the first round the default weights are played on the training
+    games (`on_baseline(win_rate)` hears it): the baseline the search has to beat.
+    """
     if policy not in TUNABLE:
         raise ValueError(f"policy {policy!r} has no weights to tune; tunable: {', '.join(TUNABLE)} "
                          f"(lookahead and rollout use heuristic's weights)")
@@ -81,6 +88,9 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
         raise ValueError("the validation seed must differ from the training seed")
     validation_n = validation_n or n
     warm_up(policy)  # compiled once here, before the workers fork
+    baseline = _evaluate((policy, DEFAULT_WEIGHTS.tolist(), seed, n, rules.as_dict()))[0] / n
+    if on_baseline is not None:
+        on_baseline(baseline)
     rng = np.random.default_rng(seed)
     d = len(FEATURES)
     # Start from greedy's preferences: fewer face-down cards, then new piles.
@@ -116,4 +126,5 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
         settings={"policy": policy, "n": n, "seed": seed, "rounds": rounds, "population": population,
                   "elite": elite, "noise": noise, "validation_seed": validation_seed, "validation_n": validation_n,
                   "rules": rules.as_dict()},
+        baseline_win_rate=baseline,
     )

@@ -7,11 +7,13 @@ import numpy as np
 from sim import kernels as K
 from sim.errors import PolicyError
 
-__all__ = ["END_NAMES", "GameColumns", "GameResult", "GameTrace", "PolicyError", "finish_columns",
-           "illegal_move_error", "new_columns"]
+__all__ = ["END_NAMES", "GAME_ENDS", "GameColumns", "GameResult", "GameTrace", "PolicyError", "end_enum",
+           "finish_columns", "games_table", "illegal_move_error", "new_columns"]
 
 END_NAMES = ("win", "too_many_face_down", "stock_empty", "no_move", "illegal_move")
 """Name of each END_* code, indexed by code."""
+GAME_ENDS = END_NAMES[: K.END_NO_MOVE + 1]
+"""The four ways a game can end (illegal_move never reaches a table: it is an error)."""
 
 
 def illegal_move_error(policy: str, cell, seed: int, game: int, turn: int) -> PolicyError:
@@ -91,6 +93,47 @@ class GameColumns:
 
     def __len__(self) -> int:
         return len(self.game)
+
+    def to_polars(self):
+        """The games as a polars DataFrame with exactly the Parquet schema of a run's part (see `games_table`)."""
+        return games_table({name: getattr(self, name) for name in self.__dataclass_fields__})
+
+
+def end_enum():
+    """The `end` column's polars type: an Enum of the four ways a game can end (GAME_ENDS)."""
+    import polars as pl
+
+    return pl.Enum(list(GAME_ENDS))
+
+
+def games_table(cols):
+    """One row per game, the schema of a run's Parquet part, from columns as GameColumns holds them.
+
+    `cols` maps game, won, score (int8, -1 for a lost game), cards_played,
+    face_down, piles, end (END_* codes) and optionally deck ((n, 40) ranks or
+    None) to arrays. The table: game uint64, won bool, score uint8 (null when
+    lost), cards_played, face_down, piles uint8, end (`end_enum`), and deck
+    (list of uint8) when the decks are given. polars is imported here, so
+    that importing the engine does not load it.
+    """
+    import polars as pl
+
+    ends = end_enum()
+    frame = pl.DataFrame({
+        "game": pl.Series(cols["game"], dtype=pl.UInt64),
+        "won": pl.Series(cols["won"], dtype=pl.Boolean),
+        "score": pl.Series(cols["score"], dtype=pl.Int8),
+        "cards_played": pl.Series(cols["cards_played"], dtype=pl.UInt8),
+        "face_down": pl.Series(cols["face_down"], dtype=pl.UInt8),
+        "piles": pl.Series(cols["piles"], dtype=pl.UInt8),
+        "end": pl.Series(cols["end"], dtype=pl.UInt8),
+    }).with_columns(
+        pl.when(pl.col("score") >= 0).then(pl.col("score")).cast(pl.UInt8).alias("score"),
+        pl.col("end").replace_strict(dict(enumerate(ends.categories)), return_dtype=ends),
+    )
+    if cols.get("deck") is not None:
+        frame = frame.with_columns(pl.Series("deck", cols["deck"]).cast(pl.List(pl.UInt8)))
+    return frame
 
 
 def new_columns(n: int) -> dict:

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import polars as pl
 
-from sim import kernels as K
 from sim.stats import wilson
-from sim.engine.results import END_NAMES
+from sim.engine.results import end_enum, games_table
 from sim.engine.rules import Rules
 from sim.jobs import runner
 from sim.jobs.runner import Job, UsageError
@@ -26,9 +25,8 @@ from sim.players.plugins import pinned
 log = logging.getLogger("sim.runner")
 
 DEFAULT_CHUNK = 50_000
-END_ENUM = pl.Enum(list(END_NAMES[: K.END_NO_MOVE + 1]))
+END_ENUM = end_enum()
 """The `end` column's type: the four ways a game can end."""
-_END_CODES = {code: name for code, name in enumerate(END_ENUM.categories)}
 
 
 @dataclass(frozen=True)
@@ -109,6 +107,12 @@ class RunSummary:
             f"output     {self.path}",
         ])
 
+    def to_dict(self) -> dict:
+        """Every field, JSON-ready (what `sim run --format json` prints): path as text, NaN as None."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["path"] = str(self.path)
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
 
 def default_chunk_size(n: int, workers: int) -> int:
     """Enough chunks for a smooth progress bar and balanced workers, few enough to keep overhead low."""
@@ -156,20 +160,8 @@ def play_chunk(task: dict) -> dict:
 
 
 def games_frame(cols: dict) -> pl.DataFrame:
-    """The Parquet schema of a part: one row per game."""
-    frame = pl.DataFrame({
-        "game": pl.Series(cols["game"], dtype=pl.UInt64),
-        "won": pl.Series(cols["won"], dtype=pl.Boolean),
-        "score": pl.Series(cols["score"], dtype=pl.Int8),
-        "cards_played": pl.Series(cols["cards_played"], dtype=pl.UInt8),
-        "face_down": pl.Series(cols["face_down"], dtype=pl.UInt8),
-        "piles": pl.Series(cols["piles"], dtype=pl.UInt8),
-        "end": pl.Series(cols["end"], dtype=pl.UInt8),
-    }).with_columns(
-        runner.null_when_negative("score"),
-        pl.col("end").replace_strict(_END_CODES, return_dtype=END_ENUM),
-    )
-    return runner.with_decks(frame, cols)
+    """The Parquet schema of a part: one row per game (built by the engine's `games_table`)."""
+    return games_table(cols)
 
 
 def summarize(run_dir: Path, seconds: float, played: int, status: str) -> RunSummary:

@@ -500,7 +500,9 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
             yield k, {"chunk": k, "start": start, "stop": stop, **common,
                       "decks": None if decks is None else decks[start:stop]}
 
-    bar = tqdm(total=config.n, initial=sum(i["rows"] for i in p.parts.values()), unit=job.unit, unit_scale=True,
+    units = f"{job.unit}s"  # "500,000/1,000,000 games [00:12<00:12, 40.7k games/s]"
+    bar = tqdm(total=config.n, initial=sum(i["rows"] for i in p.parts.values()), unit=f" {units}", unit_scale=True,
+               bar_format="{l_bar}{bar}| {n:,}/{total:,} " + units + " [{elapsed}<{remaining}, {rate_noinv_fmt}]",
                disable=not progress, file=sys.stderr, smoothing=0.1, dynamic_ncols=True)
     status = "incomplete"
     try:

@@ -292,11 +292,19 @@ def config_from_manifest(m: dict) -> SolveConfig:
 
 
 def default_out(config: SolveConfig) -> Path:
-    """results/solve-seed<S>-n<N>, plus -first-win and any non-default rules."""
+    """results/solve-seed<S>-n<N>, plus -first-win, the limits (-node_limit<K>, -time_limit<T>) and non-default rules.
+
+    Every setting that changes the rows is in the name, so solves of the
+    same deals with other limits or modes get directories of their own.
+    """
     name = (f"solve-seed{config.seed}-n{config.n}" if config.deals is None
             else f"solve-deals-{Path(config.deals).stem}-n{config.n}")
     if config.first_win:
         name += "-first-win"
+    if config.node_limit is not None:
+        name += f"-node_limit{int(config.node_limit)}"
+    if config.time_limit is not None:
+        name += f"-time_limit{float(config.time_limit):g}"
     return Path("results") / (name + runner.rules_suffix(config.rules))
 
 

@@ -1,0 +1,249 @@
+"""Runs as a dataset: the games of one or more runs as one polars LazyFrame (`sim.load`), and the runs in a folder (`sim ls`).
+
+Only a run's verified parts are read (`sim.jobs.runner.run_parts`: the
+parts its manifest lists, each checked to hold exactly its games), so an
+interrupted run gives the games it has finished and a stray file in
+``games/`` is never mixed in.
+"""
+
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from sim.analysis.tables import Table, fmt_int, fmt_pct, pct_digits, rules_text
+from sim.engine.results import games_table
+from sim.engine.rules import Rules
+from sim.jobs.runner import MANIFEST, RunError, UsageError, is_manifest, read_manifest, run_parts
+from sim.jobs.solve import solve_frame
+
+__all__ = ["RunListing", "list_runs", "listing_table", "load"]
+
+log = logging.getLogger("sim.analysis")
+
+SOLVE_OPTIONS = ("first_win", "node_limit", "time_limit")
+"""A solve run's solver options, each a column when several solve runs are loaded together."""
+
+
+# --- sim.load ----------------------------------------------------------------------------------------
+
+
+def _empty(kind: str) -> pl.DataFrame:
+    """No rows, with the schema of a part of this kind (a run with no part yet)."""
+    if kind == "solve":
+        return solve_frame({"game": np.empty(0, np.uint64), "outcome": np.empty(0, np.uint8),
+                            "score": np.empty(0, np.int8), "proven_best": np.empty(0, np.bool_),
+                            "nodes": np.empty(0, np.uint64), "seconds": np.empty(0, np.float64), "moves": [],
+                            "score_bound": np.empty(0, np.int8), "deck": None})
+    return games_table({"game": np.empty(0, np.uint64), "won": np.empty(0, np.bool_),
+                        **{k: np.empty(0, np.uint8) for k in ("cards_played", "face_down", "piles", "end")},
+                        "score": np.empty(0, np.int8), "deck": None})
+
+
+def _scan(run_dir: Path, m: dict) -> pl.LazyFrame:
+    """The verified parts of one run, lazily."""
+    parts = run_parts(run_dir, m)
+    if m.get("status") != "complete":
+        log.warning("%s is %s: only its finished parts are read", run_dir, m.get("status"))
+    return pl.scan_parquet(parts) if parts else _empty(m.get("kind", "run")).lazy()
+
+
+def _settings(name: str, m: dict) -> list[pl.Expr]:
+    """The columns that say which run a row comes from and with which settings."""
+    kind = m.get("kind", "run")
+    rules = {**Rules().as_dict(), **(m.get("rules") or {})}
+    cols = [pl.lit(name, pl.String).alias("run")]
+    if kind == "solve":
+        opts = m.get("solve") or {}
+        cols += [pl.lit(bool(opts.get("first_win")), pl.Boolean).alias("first_win"),
+                 pl.lit(opts.get("node_limit"), pl.UInt64).alias("node_limit"),
+                 pl.lit(opts.get("time_limit"), pl.Float64).alias("time_limit")]
+    else:
+        cols += [pl.lit(str(m.get("policy")), pl.String).alias("policy"),
+                 pl.lit(json.dumps(m.get("policy_args") or {}, sort_keys=True), pl.String).alias("policy_args")]
+    cols.append(pl.lit(int(m.get("seed", 0)), pl.UInt64).alias("seed"))
+    for key, value in rules.items():
+        cols.append(pl.lit(value, pl.String if isinstance(value, str) else pl.UInt8).alias(key))
+    return cols
+
+
+def load(run_or_runs) -> pl.LazyFrame:
+    """The games (or a solve run's deals) of one run, or of several runs stacked, as a polars LazyFrame.
+
+    `run_or_runs` is a run directory, or a list of them. One directory gives
+    exactly its Parquet schema (see README, "Output"). A list adds, in front,
+    a `run` column (the directory's name, or its path when two names are the
+    same) and the run's settings: `policy` and `policy_args` (JSON text),
+    `seed`, and one column per rule option (`adjacency`, `max_pile`,
+    `max_face_down`, `grid`); solve runs get `first_win`, `node_limit` and
+    `time_limit` instead of the policy. Only verified parts are read.
+    Raises UsageError for a directory that is not a run or for a mix of
+    solve runs and runs of games, RunError for a damaged run.
+    """
+    if isinstance(run_or_runs, (str, os.PathLike)):
+        path = Path(run_or_runs)
+        return _scan(path, read_manifest(path))
+    paths = [Path(p) for p in run_or_runs]
+    if not paths:
+        raise UsageError("load needs at least one run directory")
+    manifests = [read_manifest(p) for p in paths]
+    kinds = {m.get("kind", "run") for m in manifests}
+    if len(kinds) > 1:
+        raise UsageError("cannot load solve runs and runs of games together: their rows differ "
+                         "(" + ", ".join(f"{p.name}: {m.get('kind', 'run')}" for p, m in zip(paths, manifests)) + ")")
+    names = [p.name for p in paths]
+    if len(set(names)) < len(names):
+        names = [str(p) for p in paths]
+    frames = []
+    for path, m, name in zip(paths, manifests, names):
+        lf = _scan(path, m)
+        settings = _settings(name, m)
+        frames.append(lf.select(*settings, pl.all()))
+    return pl.concat(frames, how="diagonal_relaxed")
+
+
+# --- sim ls ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunListing:
+    """One run found by `list_runs`: what `sim ls` shows of it."""
+
+    path: str
+    """The run directory."""
+    kind: str
+    """run (games of a policy) or solve (deals solved by `sim solve`)."""
+    policy: str
+    """The policy (a solve run: "solver" with its mode and limits)."""
+    n: int
+    """Games (or deals) the run was asked for."""
+    seed: int
+    """Seed of the deals."""
+    rules: dict
+    """Rule options."""
+    status: str
+    """complete, incomplete, or damaged (a part is missing or wrong: see `problem`)."""
+    done: int
+    """Games (or deals) in its verified parts."""
+    rate: float | None
+    """Win rate of the games done; for a solve run, the share of deals won (None without rows)."""
+    rate_high: float | None
+    """A solve run's share of deals won or unresolved (the upper end of winnability); None for a run of games."""
+    started: str | None
+    """When the run started (the manifest's ISO time, UTC)."""
+    problem: str | None = None
+    """Why the run is damaged (None when its parts check out)."""
+
+    def to_dict(self) -> dict:
+        """Every field, JSON-ready."""
+        return asdict(self)
+
+
+def _solve_policy(m: dict) -> str:
+    opts = m.get("solve") or {}
+    limits = [f"{k} {opts[k]:g}" if isinstance(opts.get(k), float) else f"{k} {opts[k]}"
+              for k in ("node_limit", "time_limit") if opts.get(k) is not None]
+    return "solver (" + ", ".join(["first win" if opts.get("first_win") else "best score", *limits]) + ")"
+
+
+def _listing(run_dir: Path, m: dict) -> RunListing:
+    kind = m.get("kind", "run")
+    status, problem, done, rate, rate_high = m.get("status", "unknown"), None, 0, None, None
+    try:
+        parts = run_parts(run_dir, m)
+        if parts and kind == "solve":
+            counts = dict(pl.scan_parquet(parts).group_by("outcome").len().collect().iter_rows())
+            won, unresolved = int(counts.get("won", 0)), int(counts.get("unresolved", 0))
+            done = sum(int(v) for v in counts.values())
+            rate, rate_high = won / done, (won + unresolved) / done
+        elif parts:
+            row = pl.scan_parquet(parts).select(pl.len(), pl.col("won").sum()).collect().row(0)
+            done = int(row[0])
+            rate = int(row[1] or 0) / done if done else None
+    except (RunError, pl.exceptions.PolarsError, OSError) as e:
+        status, problem = "damaged", str(e)
+    return RunListing(path=str(run_dir), kind=kind, policy=_solve_policy(m) if kind == "solve" else str(m.get("policy")),
+                      n=int(m.get("n", 0)), seed=int(m.get("seed", 0)), rules=dict(m.get("rules") or {}),
+                      status=status, done=done, rate=rate, rate_high=rate_high, started=m.get("started"),
+                      problem=problem)
+
+
+def _manifest_of(path: Path) -> dict | None:
+    """The run manifest in `path`, or None when it holds no run of this project."""
+    try:
+        m = json.loads((path / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return m if is_manifest(m) else None
+
+
+def list_runs(root: str | Path = "results", depth: int = 3) -> list[RunListing]:
+    """The runs in `root` and in its folders down to `depth` levels, sorted by path.
+
+    A folder holding a run is listed and not searched further; folders with
+    no run of this project (no manifest, or someone else's) are searched
+    but never listed; hidden folders are skipped. UsageError when `root` is
+    not a directory.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise UsageError(f"{root} is not a directory")
+    found = []
+
+    def visit(path: Path, level: int) -> None:
+        m = _manifest_of(path)
+        if m is not None:
+            found.append(_listing(path, m))
+            return
+        if level >= depth:
+            return
+        try:
+            children = sorted(e.path for e in os.scandir(path) if e.is_dir() and not e.name.startswith("."))
+        except OSError:
+            return
+        for child in children:
+            visit(Path(child), level + 1)
+
+    visit(root, 0)
+    return sorted(found, key=lambda r: r.path)
+
+
+def _date(iso: str | None) -> str:
+    """An ISO time as local "YYYY-MM-DD HH:MM"; "-" when unknown."""
+    if not iso:
+        return "-"
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return iso
+
+
+def listing_table(runs: list[RunListing], root: str | Path | None = None) -> Table:
+    """The table `sim ls` prints: one line per run, paths relative to `root`."""
+    def name(r: RunListing) -> str:
+        if root is None:
+            return r.path
+        rel = os.path.relpath(r.path, root)
+        return Path(r.path).name if rel == "." else rel
+
+    def status(r: RunListing) -> str:
+        return f"incomplete ({r.done:,} done)" if r.status == "incomplete" else r.status
+
+    def rate(r: RunListing) -> str:
+        if r.rate is None:
+            return "-"
+        d = pct_digits(r.done)
+        if r.rate_high is not None and r.rate_high != r.rate:
+            return f"{fmt_pct(r.rate, d)} .. {fmt_pct(r.rate_high, d)}"
+        return fmt_pct(r.rate, d)
+
+    rows = tuple((name(r), r.kind, r.policy, fmt_int(r.n), str(r.seed), rules_text(r.rules), status(r), rate(r),
+                  _date(r.started)) for r in runs)
+    return Table("", ("run", "kind", "policy", "n", "seed", "rules", "status", "win rate / winnable", "started"),
+                 rows, align="lllrrllrl",
+                 note="A solve run's winnable share: deals won (.. won or unresolved).")

@@ -1,0 +1,205 @@
+"""CLI conventions (issue 12, "the first ten minutes"): --version, -h, `sim` alone, metavars, -v and -q,
+the progress bar and its units, --format json summaries, and the small outputs (deal -> replay, the
+replay legend, small percentages, tune's lines)."""
+
+import io
+import json
+import re
+import sys
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+import sim
+from sim.cli import app, show_progress
+
+cli = CliRunner()
+CHUNKED = {"run", "solve", "compare", "sweep"}
+"""Commands whose work is split in chunks (-v logs one line per chunk)."""
+
+
+def invoke(*args):
+    return cli.invoke(app, [str(a) for a in args])
+
+
+def commands() -> dict:
+    """Command name -> its click command."""
+    return typer.main.get_command(app).commands
+
+
+def one_line_error(r, code=2) -> str:
+    assert r.exit_code == code, r.output
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), r.stderr
+    return lines[0]
+
+
+# --- item 3: conventions ------------------------------------------------------------------------------
+
+
+def test_version_prints_the_package_version():
+    from sim.version import __version__
+
+    r = invoke("--version")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.strip() == f"foursquare-sim {__version__}"
+
+
+def test_sim_alone_prints_the_help_and_succeeds():
+    r = invoke()
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("Usage: sim ")
+    listed = {line.split()[0] for line in r.stdout.split("Commands:")[1].splitlines() if line.strip()}
+    assert set(commands()) <= listed
+
+
+def test_minus_h_is_help_everywhere():
+    assert invoke("-h").stdout == invoke("--help").stdout
+    for name in commands():
+        short, long = invoke(name, "-h"), invoke(name, "--help")
+        assert short.exit_code == 0 and long.exit_code == 0, (name, short.output)
+        assert short.stdout == long.stdout and f"Usage: sim {name}" in short.stdout, name
+        assert "-h, --help" in short.stdout, name
+
+
+def test_help_metavars_are_words_not_python_types():
+    for name in commands():
+        text = invoke(name, "-h").stdout
+        assert not re.search(r"<[a-z][^>]*>", text.replace("results/<run>", "")), (name, text)
+    run_help = invoke("run", "-h").stdout
+    for shown in ("--policy SPEC", "-n N", "--seed SEED", "--workers N", "--out DIR", "--rule KEY=VALUE",
+                  "--deals FILE", "--resume DIR", "--policy-arg KEY=VALUE", "--format text|json"):
+        assert shown in run_help, shown
+    assert "Usage: sim report [OPTIONS] RUN..." in invoke("report", "-h").stdout
+    assert "Usage: sim ls [OPTIONS] [DIR]" in invoke("ls", "-h").stdout
+
+
+def test_verbose_mentions_chunks_only_where_there_are_chunks():
+    seen = set()
+    for name, command in commands().items():
+        verbose = [p for p in command.params if p.name == "verbose"]
+        if not verbose:
+            continue
+        seen.add(name)
+        assert ("chunk" in verbose[0].help) == (name in CHUNKED), (name, verbose[0].help)
+    assert CHUNKED | {"report", "tune"} <= seen
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert show_progress(quiet=False) is False  # redirected: no bar at all
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    assert show_progress(quiet=False) is True
+    assert show_progress(quiet=True) is False
+
+
+def test_a_redirected_stderr_gets_no_bar_and_quiet_silences_notices(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = invoke("run", "-n", "3000", "-w", "1")
+    assert r.exit_code == 0, r.output
+    assert "games/s]" not in r.stderr and "%|" not in r.stderr  # CliRunner's stderr is no terminal
+    # A comparison that reuses both runs says so on stderr, and writes a figure; -q keeps only the result.
+    invoke("run", "--policy", "random", "-n", "3000", "-w", "1", "-q")
+    loud = invoke("compare", "-p", "greedy", "-p", "random", "-n", "3000", "--png", tmp_path / "figs")
+    assert loud.exit_code == 0, loud.output
+    assert "reusing" in loud.stderr and "wrote" in loud.stderr
+    quiet = invoke("compare", "-p", "greedy", "-p", "random", "-n", "3000", "--png", tmp_path / "figs", "-q")
+    assert quiet.exit_code == 0, quiet.output
+    assert quiet.stderr == "" and quiet.stdout == loud.stdout
+
+
+@pytest.mark.parametrize("job,unit", [("run", "games"), ("solve", "deals")])
+def test_progress_units_read_naturally(tmp_path, capsys, job, unit):
+    if job == "run":
+        sim.run(sim.RunConfig(n=1000), out=tmp_path / "r", workers=1, chunk_size=250, progress=True)
+    else:
+        sim.solve_run(sim.SolveConfig(n=4, node_limit=1000), out=tmp_path / "s", workers=1, progress=True)
+    bar = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    final = [line for line in bar if line.startswith("100%")][-1]
+    total = "1,000" if job == "run" else "4"
+    assert f"| {total}/{total} {unit} [" in final, final
+    assert re.search(rf"[\d.]+[kM]? {unit}/s\]$", final), final  # "40.7k games/s", never "kgame/s" or "s/game"
+
+
+def test_run_and_solve_summaries_as_json(tmp_path):
+    r = invoke("run", "-n", "2000", "-w", "1", "-q", "--out", tmp_path / "r", "--format", "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    rows = sim.load(tmp_path / "r").collect()
+    assert data["games"] == 2000 and data["wins"] == rows["won"].sum() and data["status"] == "complete"
+    assert data["path"] == str(tmp_path / "r") and data["win_rate_low"] < data["win_rate"] < data["win_rate_high"]
+    s = invoke("solve", "-n", "3", "--node-limit", "1000", "-w", "1", "-q", "--out", tmp_path / "s", "-f", "json")
+    assert s.exit_code == 0, s.output
+    solved = json.loads(s.stdout)
+    assert solved["deals"] == 3 and solved["won"] + solved["lost"] + solved["unresolved"] == 3
+    assert solved["options"]["node_limit"] == 1000
+    one_line_error(invoke("run", "-n", "10", "--format", "markdown", "--out", tmp_path / "x"))
+
+
+# --- item 7: small things ------------------------------------------------------------------------------
+
+
+def test_deal_json_is_accepted_by_replay_deck():
+    by_seed = invoke("replay", "--seed", "0", "--game", "3")
+    deck = invoke("deal", "--seed", "0", "--game", "3", "--json").stdout
+    assert by_seed.exit_code == 0
+    for text in (deck, deck.strip()[1:-1], " ".join(map(str, json.loads(deck)))):  # JSON, commas, spaces
+        r = invoke("replay", "--deck", text)
+        assert r.exit_code == 0, r.output
+        assert r.stdout == by_seed.stdout
+    assert "40 cards" in one_line_error(invoke("replay", "--deck", "[1, 2, 3]"))
+    assert "JSON" in one_line_error(invoke("replay", "--deck", '[1, 2, "3"]'))
+    one_line_error(invoke("replay", "--deck", "[1, 2"))
+
+
+def test_replay_has_a_legend_for_the_grid_marks():
+    r = invoke("replay", "--seed", "0", "--game", "5")
+    lines = r.stdout.splitlines()
+    legend = [line for line in lines if line.startswith("legend:")]
+    assert len(legend) == 1 and "[7] face-down" in legend[0] and "7* the card just placed" in legend[0]
+    grids = [line for line in lines if line.startswith("    r")]
+    assert all(line.count("*") <= 1 for line in grids)
+    assert sum(line.count("*") for line in grids) == sum(line.startswith("turn ") for line in lines)
+    assert any(re.search(r"\[\d+\]", line) for line in grids)  # the face-down mark the legend explains
+
+
+def test_small_shares_keep_significant_digits():
+    from sim.analysis.tables import fmt_ci, fmt_pct
+    from sim.stats import wilson
+
+    low, high = wilson(0, 1_000_000)
+    assert low == 0.0 and 0 < high < 1e-5
+    assert fmt_ci(low, high, 3) == "0.000% .. 0.00038%"  # the random policy's interval on 1e6 games
+    assert fmt_pct(0.0) == "0.00%" and fmt_pct(0.1062) == "10.62%" and fmt_pct(2.5e-7, 3) == "0.000025%"
+    for x in (1e-9, 3e-7, 4e-6, 5e-5, 0.0004, 0.003):
+        shown = fmt_pct(x, 2)
+        assert float(shown.rstrip("%")) > 0 and abs(float(shown.rstrip("%")) / (100 * x) - 1) < 0.05, shown
+    assert wilson(7, 7)[1] == 1.0
+
+
+def test_report_shows_a_non_zero_upper_bound_for_no_wins(tmp_path):
+    sim.run(sim.RunConfig(policy="random", n=20_000), out=tmp_path / "random", workers=1)
+    r = invoke("report", tmp_path / "random")
+    ci = [line for line in r.stdout.splitlines() if line.startswith("95% CI")][0]
+    low, high = re.search(r"([\d.]+)% \.\. ([\d.]+)%", ci).groups()
+    assert float(low) == 0 and float(high) > 0, ci
+
+
+def test_tune_prints_a_baseline_first_and_every_win_rate_alike(tmp_path):
+    r = invoke("tune", "-n", "300", "--rounds", "2", "--population", "4", "--elite", "2", "-w", "1")
+    assert r.exit_code == 0, r.output
+    progress = r.stderr.strip().splitlines()
+    assert progress[0].startswith("baseline: train win rate ") and "default weights" in progress[0]
+    assert [line.split(":")[0] for line in progress[1:]] == ["round 1/2", "round 2/2"]
+    baseline = sim.play_range(11, 0, 300, "heuristic").won.mean()  # the default weights
+    assert f"{100 * baseline:.2f}%" in progress[0]
+    summary = [line for line in r.stdout.splitlines() if "win rate" in line]
+    assert [line.split()[0] for line in summary] == ["baseline", "train", "validation"]
+    for line in progress + summary:
+        rates = re.findall(r"\d+(?:\.\d+)?%", line.replace("95% CI", ""))
+        assert rates and all(re.fullmatch(r"\d+\.\d\d%", x) for x in rates), line

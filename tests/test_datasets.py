@@ -1,0 +1,227 @@
+"""Runs as a dataset (issue 12): `sim.load`, `sim ls`, `GameColumns.to_polars`, the README's polars and
+DuckDB examples; and solve runs: default directories per limit and mode, `sim compare` of solve runs."""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import sim
+from sim.cli import app
+from sim.errors import UsageError
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+cli = CliRunner()
+
+
+def invoke(*args):
+    return cli.invoke(app, [str(a) for a in args])
+
+
+def parts_of(run_dir) -> pl.DataFrame:
+    return pl.read_parquet(Path(run_dir) / "games" / "*.parquet").sort("game")
+
+
+# --- GameColumns.to_polars --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("record", [False, True])
+def test_to_polars_has_exactly_the_schema_and_rows_of_a_part(tmp_path, record):
+    run = tmp_path / "run"
+    sim.run(sim.RunConfig(n=3000, seed=5, record_deals=record), out=run, workers=1, chunk_size=1000)
+    frame = sim.play_range(5, 0, 3000, "greedy", record_deals=record).to_polars()
+    rows = parts_of(run)
+    assert frame.schema == rows.schema
+    assert frame.equals(rows)
+    assert frame["score"].null_count() == (~frame["won"]).sum()  # a lost game has no score
+    assert frame["end"].dtype == pl.Enum(["win", "too_many_face_down", "stock_empty", "no_move"])
+    decks = np.array(sim.play_decks(np.array([sim.deal(5, g) for g in range(4)]), record_deals=True).to_polars()
+                     ["deck"].to_list())
+    assert decks.shape == (4, 40) and tuple(decks[3]) == sim.deal(5, 3)
+
+
+def test_engine_builds_the_table_without_the_jobs_layer():
+    import sim.engine.results as results
+
+    source = Path(results.__file__).read_text()
+    assert "sim.jobs" not in source and "\nimport polars" not in source  # polars only inside the functions
+    from sim.jobs.play import games_frame
+
+    cols = sim.play_range(0, 0, 50)
+    as_dict = {k: getattr(cols, k) for k in ("game", "won", "score", "cards_played", "face_down", "piles", "end",
+                                             "deck")}
+    assert games_frame(as_dict).equals(cols.to_polars())
+
+
+# --- sim.load -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_runs(tmp_path):
+    greedy, loose = tmp_path / "greedy", tmp_path / "loose"
+    sim.run(sim.RunConfig(n=2000), out=greedy, workers=1, chunk_size=700)
+    sim.run(sim.RunConfig(n=2000, rules=sim.Rules(max_face_down=5), policy="random"), out=loose, workers=1)
+    return greedy, loose
+
+
+def test_load_one_run_is_its_games(two_runs):
+    greedy, _ = two_runs
+    lf = sim.load(greedy)
+    assert isinstance(lf, pl.LazyFrame)
+    assert lf.collect().sort("game").equals(parts_of(greedy))
+    assert sim.load(str(greedy)).collect().height == 2000
+
+
+def test_load_several_runs_adds_the_run_and_its_settings(two_runs):
+    greedy, loose = two_runs
+    both = sim.load([greedy, loose]).collect()
+    assert both.columns[:8] == ["run", "policy", "policy_args", "seed", "adjacency", "max_pile", "max_face_down",
+                                "grid"]
+    assert both.height == 4000
+    by_run = both.group_by("run", "policy", "max_face_down").agg(pl.col("won").sum(), pl.len()).sort("run")
+    assert by_run.rows() == [("greedy", "greedy", 4, parts_of(greedy)["won"].sum(), 2000),
+                             ("loose", "random", 5, parts_of(loose)["won"].sum(), 2000)]
+    assert both.filter(pl.col("run") == "loose").drop(both.columns[:8]).sort("game").equals(parts_of(loose))
+
+
+def test_load_reads_only_verified_parts_and_refuses_mixed_kinds(two_runs, tmp_path):
+    greedy, _ = two_runs
+    pl.DataFrame({"game": [0, 1], "won": [True, True]}).write_parquet(greedy / "games" / "stray.parquet")
+    assert sim.load(greedy).collect().height == 2000  # a file that is not a part is not read
+    solved = tmp_path / "solved"
+    sim.solve_run(sim.SolveConfig(n=3, node_limit=1000), out=solved, workers=1)
+    assert sim.load([solved]).collect().columns[:4] == ["run", "first_win", "node_limit", "time_limit"]
+    with pytest.raises(UsageError, match="solve runs and runs of games"):
+        sim.load([greedy, solved])
+    with pytest.raises(UsageError, match="not a run directory"):
+        sim.load(tmp_path)
+
+
+# --- sim ls -------------------------------------------------------------------------------------------
+
+
+def test_ls_lists_runs_and_skips_other_folders(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert invoke("ls").exit_code == 2  # no results/ yet: a one-line error
+    for args in (["run", "-n", "1500"], ["run", "-p", "random", "-n", "1500", "--rule", "max_pile=3"],
+                 ["solve", "-n", "3", "--node-limit", "1000"]):
+        assert invoke(*args, "-w", "1", "-q").exit_code == 0
+    (tmp_path / "results" / "notes").mkdir()
+    (tmp_path / "results" / "notes" / "todo.txt").write_text("not a run")
+    (tmp_path / "results" / "other").mkdir()
+    (tmp_path / "results" / "other" / "manifest.json").write_text(json.dumps({"name": "someone else's"}))
+    (tmp_path / "results" / "nested" / "deeper").mkdir(parents=True)
+    assert invoke("run", "-n", "500", "-w", "1", "-q", "--out", "results/nested/deeper/g").exit_code == 0
+
+    r = invoke("ls")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:3] == ["run", "kind", "policy"] and lines[6].startswith("A solve run's")
+    names = [line.split()[0] for line in lines[2:6]]
+    assert names == ["greedy-seed0-n1500", "nested/deeper/g", "random-seed0-n1500-max_pile3",
+                     "solve-seed0-n3-node_limit1000"]
+    greedy = parts_of("results/greedy-seed0-n1500")
+    assert f"{100 * greedy['won'].mean():.2f}%" in lines[2] and "complete" in lines[2]
+    assert "max_pile=3" in lines[4] and "solve" in lines[5] and "node_limit 1000" in lines[5]
+
+    data = json.loads(invoke("ls", "results", "--format", "json").stdout)["runs"]
+    assert [Path(d["path"]).name for d in data] == ["greedy-seed0-n1500", "g", "random-seed0-n1500-max_pile3",
+                                                    "solve-seed0-n3-node_limit1000"]
+    assert data[0]["rate"] == pytest.approx(greedy["won"].mean()) and data[0]["done"] == 1500
+    assert data[3]["kind"] == "solve" and data[3]["rate"] == 1.0
+
+    (tmp_path / "results" / "greedy-seed0-n1500" / "games" / "part-00000.parquet").unlink()
+    damaged = json.loads(invoke("ls", "-f", "json").stdout)["runs"][0]
+    assert damaged["status"] == "damaged" and "part-00000.parquet" in damaged["problem"]
+
+
+# --- README examples ----------------------------------------------------------------------------------
+
+
+def _readme_blocks(marker: str) -> list[str]:
+    return [b for b in re.findall(r"```python\n(.*?)```", README.read_text(), re.S) if marker in b]
+
+
+def _readme_runs(tmp_path, monkeypatch):
+    """The two runs the README's dataset examples name, at their paths (with fewer games)."""
+    monkeypatch.chdir(tmp_path)
+    for policy in ("greedy", "random"):
+        sim.run(sim.RunConfig(policy=policy, n=3000), out=f"results/{policy}-seed0-n1000000", workers=1)
+
+
+def test_readme_polars_example_runs(tmp_path, monkeypatch):
+    _readme_runs(tmp_path, monkeypatch)
+    (block,) = _readme_blocks("sim.load([")
+    names = {}
+    exec(block, names)
+    ends = names["games"].group_by("end").len().collect()
+    assert ends["len"].sum() == 3000
+    rates = dict(names["both"].group_by("policy").agg(pl.col("won").mean()).collect().iter_rows())
+    assert rates["greedy"] == parts_of("results/greedy-seed0-n1000000")["won"].mean() and rates["random"] == 0
+
+
+def test_readme_duckdb_example_runs(tmp_path, monkeypatch):
+    duckdb = pytest.importorskip("duckdb")  # not a dependency: the README shows it, this checks it
+    _readme_runs(tmp_path, monkeypatch)
+    (block,) = _readme_blocks("duckdb.sql")
+    assert '"end"' in block  # an SQL keyword: quoted
+    queries = re.findall(r'duckdb\.sql\("""(.*?)"""\)', block, re.S)
+    assert len(queries) == 2
+    by_end = dict((end, games) for end, games, _ in duckdb.sql(queries[0]).fetchall())
+    expected = dict(parts_of("results/greedy-seed0-n1000000").group_by("end").len().iter_rows())
+    assert by_end == expected
+    by_run = dict(duckdb.sql(queries[1]).fetchall())
+    assert by_run == {"greedy-seed0-n1000000": parts_of("results/greedy-seed0-n1000000")["won"].mean(),
+                      "random-seed0-n1000000": 0.0}
+
+
+# --- solve runs ---------------------------------------------------------------------------------------
+
+
+def test_solve_default_directory_names_limits_and_modes(tmp_path, monkeypatch):
+    from sim.jobs.solve import default_out
+
+    names = {default_out(sim.SolveConfig(n=50, **kw)).name for kw in (
+        {}, {"node_limit": 100_000}, {"node_limit": 200_000}, {"time_limit": 10.0}, {"time_limit": 0.5},
+        {"first_win": True}, {"first_win": True, "node_limit": 100_000}, {"rules": sim.Rules(max_pile=3)})}
+    assert len(names) == 8
+    assert default_out(sim.SolveConfig(n=50, node_limit=100_000, time_limit=10.0)).name == \
+        "solve-seed0-n50-node_limit100000-time_limit10"
+    monkeypatch.chdir(tmp_path)
+    first = invoke("solve", "-n", "4", "-w", "1", "-q", "--node-limit", "500")
+    second = invoke("solve", "-n", "4", "-w", "1", "-q", "--node-limit", "1e3")
+    assert first.exit_code == 0 and second.exit_code == 0, second.output
+    assert sorted(p.name for p in Path("results").iterdir()) == ["solve-seed0-n4-node_limit1000",
+                                                                 "solve-seed0-n4-node_limit500"]
+
+
+def test_compare_two_solve_runs_deal_by_deal(tmp_path):
+    small, large = tmp_path / "small", tmp_path / "large"
+    sim.solve_run(sim.SolveConfig(n=12, node_limit=300), out=small, workers=1)
+    sim.solve_run(sim.SolveConfig(n=12, node_limit=30_000), out=large, workers=1)
+    r = invoke("compare", small, large, "--format", "json")
+    assert r.exit_code == 0, r.output
+    result = json.loads(r.stdout)
+    a, b = parts_of(small), parts_of(large)
+    won_a, won_b = (a["outcome"] == "won").to_numpy(), (b["outcome"] == "won").to_numpy()
+    assert [arm["label"] for arm in result["arms"]] == ["node_limit=300", "node_limit=30000"]
+    assert [arm["wins"] for arm in result["arms"]] == [won_a.sum(), won_b.sum()]
+    pair = result["pairs"][0]
+    assert (pair["both"], pair["a_only"], pair["b_only"]) == (
+        (won_a & won_b).sum(), (won_a & ~won_b).sum(), (won_b & ~won_a).sum())
+    both = won_a & won_b
+    if both.sum():
+        diff = (a["score"].to_numpy()[both].astype(int) - b["score"].to_numpy()[both].astype(int)).mean()
+        assert pair["score_diff"] == pytest.approx(diff)
+    assert any("solve runs" in note for note in result["notes"])
+
+    games = tmp_path / "games"
+    sim.run(sim.RunConfig(n=12), out=games, workers=1)
+    mixed = invoke("compare", small, games)
+    assert mixed.exit_code == 2, mixed.output
+    lines = mixed.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: cannot pair a solve run with a run of games")
