@@ -11,16 +11,13 @@ from PIL import Image
 from typer.testing import CliRunner
 
 import sim
+from sim.analysis.compare import compare_runs
+from sim.analysis.sweep import combinations, parse_sweep_options
 from sim.cli import app
-from sim.compare import combinations, compare_runs, parse_sweep_options
 from sim.jobs.runner import UsageError
 
 cli = CliRunner()
 N = 2000
-
-
-def games(run_dir) -> pl.DataFrame:
-    return pl.read_parquet(run_dir / "games" / "*.parquet")
 
 
 def exact_mcnemar(b, c):
@@ -28,8 +25,11 @@ def exact_mcnemar(b, c):
     return float(min(1, 2 * sum(Fraction(math.comb(m, k), 2 ** m) for k in range(min(b, c) + 1))))
 
 
-def joined_counts(a_dir, b_dir) -> dict:
-    """The paired 2x2 table and the score difference over games both won, from an independent polars join."""
+def joined_counts(games, a_dir, b_dir) -> dict:
+    """The paired 2x2 table and the score difference over games both won, from an independent polars join.
+
+    `games` reads a run directory's rows (the read_games fixture).
+    """
     j = games(a_dir).join(games(b_dir), on="game", suffix="_b")
     both = j.filter(pl.col("won") & pl.col("won_b"))
     return {
@@ -43,14 +43,14 @@ def joined_counts(a_dir, b_dir) -> dict:
     }
 
 
-def test_compare_policies_plays_the_same_decks_and_pairs_them(tmp_path, monkeypatch):
+def test_compare_policies_plays_the_same_decks_and_pairs_them(tmp_path, monkeypatch, read_games):
     monkeypatch.chdir(tmp_path)
     args = ["compare", "--policy", "greedy", "--policy", "random", "-n", str(N), "--seed", "5", "-w", "2", "-q",
             "--record-deals", "--format", "json"]
     res = cli.invoke(app, args)
     assert res.exit_code == 0, res.output
     a, b = tmp_path / "results" / f"greedy-seed5-n{N}", tmp_path / "results" / f"random-seed5-n{N}"
-    ga, gb = games(a), games(b)
+    ga, gb = read_games(a), read_games(b)
     assert ga.height == gb.height == N
     decks = ga.select("game", "deck").join(gb.select("game", "deck"), on="game", suffix="_b")
     assert decks.height == N and (decks["deck"] == decks["deck_b"]).all()
@@ -58,7 +58,7 @@ def test_compare_policies_plays_the_same_decks_and_pairs_them(tmp_path, monkeypa
     data = json.loads(res.stdout)
     assert [arm["label"] for arm in data["arms"]] == ["greedy", "random"]
     (pair,) = data["pairs"]
-    expected = joined_counts(a, b)
+    expected = joined_counts(read_games, a, b)
     assert {k: pair[k] for k in ("games", "wins_a", "wins_b", "both", "a_only", "b_only")} == {
         k: expected[k] for k in ("games", "wins_a", "wins_b", "both", "a_only", "b_only")}
     assert pair["diff"] == pytest.approx((expected["a_only"] - expected["b_only"]) / N)
@@ -78,10 +78,11 @@ def test_compare_policies_plays_the_same_decks_and_pairs_them(tmp_path, monkeypa
     assert refused.exit_code == 2 and "twice" in refused.stderr
 
 
-def test_compare_existing_runs_of_two_rule_settings(tmp_path):
-    a = sim.run("greedy", N, seed=2, workers=2, out=tmp_path / "a").path
-    b = sim.run("greedy", N, seed=2, workers=2, out=tmp_path / "b", rules=sim.Rules(max_pile=3)).path
-    expected = joined_counts(a, b)
+def test_compare_existing_runs_of_two_rule_settings(tmp_path, read_games):
+    a = sim.run(sim.RunConfig(policy="greedy", n=N, seed=2), workers=2, out=tmp_path / "a").path
+    b = sim.run(sim.RunConfig(policy="greedy", n=N, seed=2, rules=sim.Rules(max_pile=3)), workers=2,
+                out=tmp_path / "b").path
+    expected = joined_counts(read_games, a, b)
     assert expected["a_only"] > 0 and expected["b_only"] > 0  # discordant both ways: a real paired test
     c = compare_runs([a, b])
     (p,) = c.pairs
@@ -98,8 +99,8 @@ def test_compare_existing_runs_of_two_rule_settings(tmp_path):
 
 
 def test_compare_refuses_runs_that_do_not_share_the_deals(tmp_path):
-    a = sim.run("greedy", 300, seed=1, workers=1, out=tmp_path / "a").path
-    b = sim.run("greedy", 400, seed=2, workers=1, out=tmp_path / "b").path
+    a = sim.run(sim.RunConfig(policy="greedy", n=300, seed=1), workers=1, out=tmp_path / "a").path
+    b = sim.run(sim.RunConfig(policy="greedy", n=400, seed=2), workers=1, out=tmp_path / "b").path
     res = cli.invoke(app, ["compare", str(a), str(b)])
     assert res.exit_code == 2
     (line,) = res.stderr.strip().splitlines()
@@ -107,10 +108,10 @@ def test_compare_refuses_runs_that_do_not_share_the_deals(tmp_path):
     assert "deal source (" not in line
     deal_file = tmp_path / "decks.parquet"
     pl.DataFrame({"deck": [list(sim.deal(1, i)) for i in range(300)]}).write_parquet(deal_file)
-    f = sim.run("greedy", 300, seed=1, workers=1, out=tmp_path / "f", deals=deal_file).path
+    f = sim.run(sim.RunConfig(policy="greedy", n=300, seed=1, deals=str(deal_file)), workers=1, out=tmp_path / "f").path
     res = cli.invoke(app, ["compare", str(a), str(f)])
     assert res.exit_code == 2 and "deal source (a: splitmix64" in res.stderr and "seed (" not in res.stderr
-    c = sim.run("random", 300, seed=1, workers=1, out=tmp_path / "c").path
+    c = sim.run(sim.RunConfig(policy="random", n=300, seed=1), workers=1, out=tmp_path / "c").path
     manifest = json.loads((c / "manifest.json").read_text())
     manifest["status"] = "incomplete"
     (c / "manifest.json").write_text(json.dumps(manifest))
@@ -120,18 +121,18 @@ def test_compare_refuses_runs_that_do_not_share_the_deals(tmp_path):
         assert cli.invoke(app, args).exit_code == 2
 
 
-def test_sweep_runs_every_combination_on_the_same_deals(tmp_path, monkeypatch):
+def test_sweep_runs_every_combination_on_the_same_deals(tmp_path, monkeypatch, read_games):
     monkeypatch.chdir(tmp_path)
     res = cli.invoke(app, ["sweep", "--policy", "greedy", "-n", str(N), "--seed", "3", "-w", "2", "-q",
                            "--rule", "max_face_down=3,5", "--rule", "max_pile=3,4", "--record-deals",
-                           "--format", "json", "--png", str(tmp_path / "sweep.png")])
+                           "--format", "json", "--png", str(tmp_path / "figs"), "--html", str(tmp_path / "sweep.html")])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     got = [(row["max_face_down"], row["max_pile"]) for row in data["rows"]]
     assert got == [("3", "3"), ("3", "4"), ("5", "3"), ("5", "4")]
     decks = None
     for row in data["rows"]:
-        df = games(tmp_path / row["path"])
+        df = read_games(tmp_path / row["path"])
         manifest = json.loads((tmp_path / row["path"] / "manifest.json").read_text())
         assert manifest["rules"]["max_face_down"] == int(row["max_face_down"])
         assert manifest["rules"]["max_pile"] == int(row["max_pile"])
@@ -143,9 +144,11 @@ def test_sweep_runs_every_combination_on_the_same_deals(tmp_path, monkeypatch):
         decks = this
     rates = {(r["max_face_down"], r["max_pile"]): r["win_rate"] for r in data["rows"]}
     assert rates[("5", "4")] > rates[("3", "4")]  # more face-down cards allowed: more wins on the same deals
-    png = (tmp_path / "sweep.png").read_bytes()
+    png = (tmp_path / "figs" / "win_rate.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     assert Image.open(io.BytesIO(png)).size[0] >= 500
+    page = (tmp_path / "sweep.html").read_text()
+    assert "data:image/png;base64," in page and f"{data['rows'][0]['wins']:,}" in page and "foursquare-sim " in page
     text = cli.invoke(app, ["sweep", "-n", str(N), "--seed", "3", "-q", "--rule", "max_face_down=3,5",
                             "--rule", "max_pile=3,4"])
     assert text.exit_code == 0 and text.stdout.count("reused") == 4

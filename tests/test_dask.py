@@ -4,7 +4,6 @@ import json
 import threading
 import time
 
-import polars as pl
 import pytest
 
 distributed = pytest.importorskip("distributed")
@@ -14,10 +13,6 @@ from sim.jobs import runner  # noqa: E402
 from sim.jobs.executors import ExecutorError, make_executor  # noqa: E402
 
 
-def games(run_dir) -> pl.DataFrame:
-    return pl.read_parquet(f"{run_dir}/games/*.parquet").sort("game")
-
-
 @pytest.fixture(scope="module")
 def cluster():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
@@ -25,32 +20,35 @@ def cluster():
         yield c
 
 
-def test_dask_run_has_the_rows_of_a_local_run(cluster, tmp_path):
-    s = sim.run("greedy", 20_000, seed=3, chunk_size=1500, out=tmp_path / "dask", executor="dask",
-                scheduler=cluster.scheduler_address)
-    local = sim.run("greedy", 20_000, seed=3, workers=2, out=tmp_path / "local")
+@pytest.mark.slow
+def test_dask_run_has_the_rows_of_a_local_run(cluster, tmp_path, read_games):
+    config = sim.RunConfig(policy="greedy", n=20_000, seed=3)
+    s = sim.run(config, chunk_size=1500, out=tmp_path / "dask", executor="dask", scheduler=cluster.scheduler_address)
+    local = sim.run(config, workers=2, out=tmp_path / "local")
     assert s.status == "complete" and s.games == 20_000
-    assert games(s.path).equals(games(local.path))
+    assert read_games(s.path).equals(read_games(local.path))
     m = json.loads((s.path / "manifest.json").read_text())
     assert m["executor"] == "dask" and m["scheduler"] == cluster.scheduler_address
 
 
-def test_dask_solve_has_the_rows_of_a_local_solve(cluster, tmp_path):
-    from sim.solve_run import solve_run
-
-    d = solve_run(40, seed=2, node_limit=20_000, chunk_size=6, out=tmp_path / "dask", executor="dask",
-                  scheduler=cluster.scheduler_address)
-    local = solve_run(40, seed=2, node_limit=20_000, workers=2, out=tmp_path / "local")
+@pytest.mark.slow
+def test_dask_solve_has_the_rows_of_a_local_solve(cluster, tmp_path, read_games):
+    config = sim.SolveConfig(n=40, seed=2, node_limit=20_000)
+    d = sim.solve_run(config, chunk_size=6, out=tmp_path / "dask", executor="dask",
+                      scheduler=cluster.scheduler_address)
+    local = sim.solve_run(config, workers=2, out=tmp_path / "local")
     # With a node limit (no time limit) a solve is reproducible; only the seconds differ.
-    assert games(d.path).drop("seconds").equals(games(local.path).drop("seconds"))
+    assert read_games(d.path).drop("seconds").equals(read_games(local.path).drop("seconds"))
     m = json.loads((d.path / "manifest.json").read_text())
     assert m["executor"] == "dask" and m["status"] == "complete"
 
 
-def test_dask_scheduler_from_the_environment_and_resume(cluster, tmp_path, monkeypatch):
+@pytest.mark.slow
+def test_dask_scheduler_from_the_environment_and_resume(cluster, tmp_path, monkeypatch, read_games):
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", cluster.scheduler_address)
     out = tmp_path / "run"
-    sim.run("random", 6000, seed=1, chunk_size=500, out=out, executor="dask")
+    config = sim.RunConfig(policy="random", n=6000, seed=1)
+    sim.run(config, chunk_size=500, out=out, executor="dask")
     # Drop two parts, as an interruption would leave it, and resume on the cluster.
     parts = sorted((out / "games").glob("part-*.parquet"))
     for p in parts[3:5]:
@@ -58,13 +56,14 @@ def test_dask_scheduler_from_the_environment_and_resume(cluster, tmp_path, monke
     m = json.loads((out / "manifest.json").read_text())
     m["status"] = "incomplete"
     (out / "manifest.json").write_text(json.dumps(m))
-    r = sim.resume(out)
+    r = sim.resume(out, executor="dask")  # the scheduler from the environment again
     assert r.status == "complete" and r.games == 6000
-    assert games(out)["game"].to_list() == list(range(6000))
-    assert games(out).equals(games(sim.run("random", 6000, seed=1, workers=2, out=tmp_path / "local").path))
+    assert read_games(out)["game"].to_list() == list(range(6000))
+    assert read_games(out).equals(read_games(sim.run(config, workers=2, out=tmp_path / "local").path))
 
 
-def test_a_lost_worker_changes_no_row(cluster, tmp_path):
+@pytest.mark.slow
+def test_a_lost_worker_changes_no_row(cluster, tmp_path, read_games):
     client = distributed.Client(cluster.scheduler_address)
     try:
         stop = threading.Event()
@@ -86,16 +85,16 @@ def test_a_lost_worker_changes_no_row(cluster, tmp_path):
 
         killer = threading.Thread(target=kill_one)
         killer.start()
-        s = sim.run("greedy", 120_000, seed=9, chunk_size=4000, out=tmp_path / "run", executor="dask",
-                    scheduler=cluster.scheduler_address)
+        s = sim.run(sim.RunConfig(policy="greedy", n=120_000, seed=9), chunk_size=4000, out=tmp_path / "run",
+                    executor="dask", scheduler=cluster.scheduler_address)
         stop.set()
         killer.join()
     finally:
         client.close()
-    local = sim.run("greedy", 120_000, seed=9, workers=2, out=tmp_path / "local")
+    local = sim.run(sim.RunConfig(policy="greedy", n=120_000, seed=9), workers=2, out=tmp_path / "local")
     assert killed, "a worker should have been closed during the run"
     assert s.games == 120_000
-    assert games(s.path).equals(games(local.path))
+    assert read_games(s.path).equals(read_games(local.path))
 
 
 def test_executor_errors_are_one_line_usage_errors(tmp_path, monkeypatch):
@@ -105,7 +104,7 @@ def test_executor_errors_are_one_line_usage_errors(tmp_path, monkeypatch):
     with pytest.raises(ExecutorError, match="executors: local, dask"):
         make_executor("spark")
     with pytest.raises(runner.UsageError, match="needs --scheduler"):
-        sim.run("greedy", 10, out=tmp_path / "x", executor="dask")
+        sim.run(sim.RunConfig(policy="greedy", n=10), out=tmp_path / "x", executor="dask")
 
 
 def test_missing_dask_extra_says_what_to_install(monkeypatch):

@@ -9,9 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 import policies
+import policies.heuristic
 import sim
 from sim.cli import app
 from sim.engine.board import Board
+from sim.players.api import play_decks, resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -115,32 +117,28 @@ def invoke(*args):
     return cli.invoke(app, [str(a) for a in args])
 
 
-def test_compiled_example_plugin_runs_through_the_cli(tmp_path):
+@pytest.mark.slow  # CLI runs of a plugin: its game loop is compiled, uncached, in each process
+def test_compiled_example_plugin_runs_through_the_cli(tmp_path, read_games):
     spec = f"{EXAMPLES / 'compiled_policy.py'}:choose"
     r = invoke("run", "--policy", spec, "-n", "3000", "-w", "2", "-q", "--out", tmp_path / "run")
     assert r.exit_code == 0, r.output
     m = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert m["policy"] == spec
     # The compiled loop agrees with the Python loop game by game.
-    from sim.plugins import play_plugin, resolve
-
     decks = np.array([sim.deal(0, g) for g in range(200)], np.uint8)
-    compiled = play_plugin(resolve(spec), decks, 0, 0, sim.Rules())
-    import polars as pl
-
-    rows = pl.read_parquet(tmp_path / "run" / "games" / "*.parquet").sort("game").head(200)
+    compiled = play_decks(decks, resolve(spec), sim.Rules(), 0, 0)
+    rows = read_games(tmp_path / "run").head(200)
     assert rows["cards_played"].to_list() == compiled.cards_played.tolist()
     traced = [sim.play(decks[g], spec, game=g).cards_played for g in range(20)]
     assert traced == compiled.cards_played[:20].tolist()
 
 
-def test_python_example_plugin_runs_through_the_cli_with_args(tmp_path):
+@pytest.mark.slow  # three CLI runs with every turn through Python
+def test_python_example_plugin_runs_through_the_cli_with_args(tmp_path, read_games):
     spec = f"{EXAMPLES / 'python_policy.py'}:FewestFaceDown"
     r = invoke("run", "--policy", spec, "-n", "300", "-w", "2", "-q", "--out", tmp_path / "run")
     assert r.exit_code == 0, r.output
-    import polars as pl
-
-    rows = pl.read_parquet(tmp_path / "run" / "games" / "*.parquet").sort("game")
+    rows = read_games(tmp_path / "run")
     greedy = sim.play_range(0, 0, 300, "greedy")
     # The example is greedy's rule written in Python: the same games.
     assert rows["cards_played"].to_list() == greedy.cards_played.tolist()

@@ -7,16 +7,11 @@ the game did not go on past an end, and that the final position and the end
 reason agree with the result.
 """
 
-import sys
-from pathlib import Path
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import reference  # noqa: E402
-
-import sim  # noqa: E402
+import reference  # tests/reference.py (conftest.py puts tests/ on sys.path)
+import sim
 
 SETTINGS = settings(
     max_examples=200,

@@ -7,17 +7,13 @@ policies. Also: sim.deal against the reference deal, and sim.play_range's
 columns against per-game sim.play.
 """
 
-import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import reference  # noqa: E402
-
-import sim  # noqa: E402
+import reference  # tests/reference.py (conftest.py puts tests/ on sys.path)
+import sim
 
 SEED = 7
 N_GAMES = 2000
@@ -85,6 +81,7 @@ def test_deal_is_a_permutation_and_varies():
     assert all(120 <= firsts[r] <= 280 for r in range(1, 11)), firsts
 
 
+@pytest.mark.slow  # the reference plays 20,000 games in pure Python
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("setting", list(SETTINGS))
 def test_engine_matches_reference(setting, policy):

@@ -23,19 +23,15 @@ N = 2000
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("runs")
-    greedy = sim.run("greedy", N, seed=11, workers=2, out=base / "greedy").path
-    variant = sim.run("greedy", N, seed=11, workers=2, out=base / "mfd5",
-                      rules=sim.Rules(max_face_down=5)).path
+    greedy = sim.run(sim.RunConfig(policy="greedy", n=N, seed=11), workers=2, out=base / "greedy").path
+    variant = sim.run(sim.RunConfig(policy="greedy", n=N, seed=11, rules=sim.Rules(max_face_down=5)), workers=2,
+                      out=base / "mfd5").path
     return greedy, variant
 
 
-def games(run_dir) -> pl.DataFrame:
-    return pl.read_parquet(run_dir / "games" / "*.parquet")
-
-
-def test_report_counts_equal_a_direct_polars_query(runs):
+def test_report_counts_equal_a_direct_polars_query(runs, read_games):
     run_dir = runs[0]
-    df = games(run_dir)
+    df = read_games(run_dir)
     r = load_report(run_dir)
     assert r.games == df.height == N
     assert r.wins == df["won"].sum() and r.losses == N - r.wins
@@ -99,13 +95,17 @@ def test_png_and_html_of_several_runs(runs, tmp_path):
     res = cli.invoke(app, ["report", *map(str, runs), "--png", str(tmp_path / "figs"), "--html", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
     assert "Runs" in res.stdout  # the overview table of several runs
-    for name in ("score_distribution.png", "cards_played.png"):
+    names = ("win_rate.png", "score_distribution.png", "cards_played.png", "paired_difference.png")
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == sorted(names)  # the runs share the deals
+    for name in names:
         assert_real_png((tmp_path / "figs" / name).read_bytes())
     page = (tmp_path / "r.html").read_text()
     r = load_report(runs[1])
     assert "<table>" in page and "Score distribution" in page and f"{r.wins:,}" in page and runs[1].name in page
+    assert "Paired comparison" in page and "McNemar" in page and "(A only)" in page and "(B only)" in page
+    assert f"foursquare-sim {sim.__version__}" in page and "Made by <code>sim " in page  # version, command line
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
-    assert len(images) == 2
+    assert len(images) == 4
     for data in images:
         assert_real_png(base64.b64decode(data))
     # nothing remote: every src/href is a data: URI; no URL, stylesheet link, script or CSS import
@@ -117,12 +117,15 @@ def test_png_and_html_of_several_runs(runs, tmp_path):
 def test_an_incomplete_run_is_reported_with_a_warning(runs, tmp_path):
     run_dir = tmp_path / "partial"
     shutil.copytree(runs[0], run_dir)
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    manifest["status"] = "incomplete"
-    (run_dir / "manifest.json").write_text(json.dumps(manifest))
     part = sorted((run_dir / "games").glob("*.parquet"))[-1]
     missing = pl.read_parquet(part).height
     part.unlink()
+    # The manifest of an interrupted run: incomplete, and listing only the parts written.
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["status"] = "incomplete"
+    for key in ("parts", "part_info"):
+        manifest.get(key, {}).pop(part.name, None)
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
     res = cli.invoke(app, ["report", str(run_dir)])
     assert res.exit_code == 0, res.output
     assert "WARNING: run is incomplete" in res.stdout and f"{N - missing:,} of {N:,}" in res.stdout

@@ -7,15 +7,10 @@ A card is written (rank, face_up). Also here: legal-cell shapes under the rule
 options, and the ValueErrors for invalid Rules, decks and cells.
 """
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import reference  # noqa: E402
-
-import sim  # noqa: E402
+import reference  # tests/reference.py (conftest.py puts tests/ on sys.path)
+import sim
 
 UP, DOWN = True, False
 

@@ -18,26 +18,23 @@ from sim.jobs import runner
 COLUMNS = ["game", "won", "score", "cards_played", "face_down", "piles", "end"]
 
 
-def games(run_dir) -> pl.DataFrame:
-    return pl.read_parquet(Path(run_dir) / "games" / "*.parquet").sort("game")
-
-
-def test_rows_do_not_depend_on_workers_or_chunk_size(tmp_path):
+def test_rows_do_not_depend_on_workers_or_chunk_size(tmp_path, read_games):
     frames = []
+    config = sim.RunConfig(policy="random", n=3000, seed=5)
     for workers, chunk in [(1, 700), (2, 700), (3, 700), (1, 333), (2, 333), (3, 333)]:
-        s = sim.run("random", 3000, seed=5, workers=workers, chunk_size=chunk, out=tmp_path / f"w{workers}c{chunk}")
+        s = sim.run(config, workers=workers, chunk_size=chunk, out=tmp_path / f"w{workers}c{chunk}")
         assert s.games == 3000 and s.status == "complete"
-        frames.append(games(s.path))
+        frames.append(read_games(s.path))
     for f in frames[1:]:
         assert f.equals(frames[0])
     # A different seed gives different rows.
-    other = games(sim.run("random", 3000, seed=6, workers=2, out=tmp_path / "other").path)
+    other = read_games(sim.run(sim.RunConfig(policy="random", n=3000, seed=6), workers=2, out=tmp_path / "other").path)
     assert not other.equals(frames[0])
 
 
-def test_rows_match_the_engine_and_schema(tmp_path):
-    s = sim.run("greedy", 1200, seed=3, workers=2, chunk_size=500, out=tmp_path / "run")
-    df = games(s.path)
+def test_rows_match_the_engine_and_schema(tmp_path, read_games):
+    s = sim.run(sim.RunConfig(policy="greedy", n=1200, seed=3), workers=2, chunk_size=500, out=tmp_path / "run")
+    df = read_games(s.path)
     assert df.columns == COLUMNS
     assert df.schema["game"] == pl.UInt64 and df.schema["score"] == pl.UInt8
     assert df.schema["won"] == pl.Boolean
@@ -61,9 +58,9 @@ def test_rows_match_the_engine_and_schema(tmp_path):
     assert pl.scan_parquet(str(s.path / "games" / "*.parquet")).select(pl.len()).collect().item() == 1200
 
 
-def test_summary_matches_the_rows(tmp_path):
-    s = sim.run("greedy", 2000, seed=1, workers=2, out=tmp_path / "run")
-    df = games(s.path)
+def test_summary_matches_the_rows(tmp_path, read_games):
+    s = sim.run(sim.RunConfig(policy="greedy", n=2000, seed=1), workers=2, out=tmp_path / "run")
+    df = read_games(s.path)
     assert s.wins == df["won"].sum()
     assert s.mean_score == pytest.approx(df["score"].mean())
     assert s.win_rate_low < s.win_rate < s.win_rate_high
@@ -72,7 +69,8 @@ def test_summary_matches_the_rows(tmp_path):
 
 def test_manifest_records_the_run(tmp_path):
     rules = sim.Rules(max_face_down=3)
-    s = sim.run("greedy", 1000, seed=9, rules=rules, workers=2, chunk_size=300, out=tmp_path / "run")
+    s = sim.run(sim.RunConfig(policy="greedy", n=1000, seed=9, rules=rules), workers=2, chunk_size=300,
+                out=tmp_path / "run")
     m = json.loads((s.path / "manifest.json").read_text())
     assert m["status"] == "complete"
     assert (m["seed"], m["n"], m["policy"], m["chunk_size"], m["workers"]) == (9, 1000, "greedy", 300, 2)
@@ -85,18 +83,23 @@ def test_manifest_records_the_run(tmp_path):
         assert m[key]
 
 
-def test_existing_run_is_refused_unless_force(tmp_path):
+def test_existing_run_is_refused_unless_force(tmp_path, read_games):
     out = tmp_path / "run"
-    sim.run("random", 100, workers=1, out=out)
+    sim.run(sim.RunConfig(policy="random", n=100), workers=1, out=out)
+    # Another run in its place is refused (the same complete run again is a no-op: README, "What a run
+    # directory guarantees").
     with pytest.raises(runner.UsageError, match="--resume"):
-        sim.run("random", 100, workers=1, out=out)
-    s = sim.run("greedy", 50, workers=1, out=out, force=True)
-    assert games(s.path).height == 50
+        sim.run(sim.RunConfig(policy="random", n=200), workers=1, out=out)
+    again = sim.run(sim.RunConfig(policy="random", n=100), workers=1, out=out)
+    assert again.games == 100 and "nothing was played" in again.text()
+    s = sim.run(sim.RunConfig(policy="greedy", n=50), workers=1, out=out, force=True)
+    assert read_games(s.path).height == 50
 
 
-def test_record_deals_stores_each_deck(tmp_path):
-    s = sim.run("greedy", 40, seed=2, workers=2, chunk_size=15, record_deals=True, out=tmp_path / "run")
-    df = games(s.path)
+def test_record_deals_stores_each_deck(tmp_path, read_games):
+    s = sim.run(sim.RunConfig(policy="greedy", n=40, seed=2, record_deals=True), workers=2, chunk_size=15,
+                out=tmp_path / "run")
+    df = read_games(s.path)
     assert df.schema["deck"] == pl.List(pl.UInt8)
     for g in (0, 17, 39):
         assert tuple(df["deck"][g].to_list()) == sim.deal(2, g)
@@ -110,13 +113,14 @@ def _write_deals(path, decks):
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
-def test_deal_file_plays_its_decks(tmp_path, suffix):
+def test_deal_file_plays_its_decks(tmp_path, suffix, read_games):
     decks = [sim.deal(4, g) for g in range(30)]
     path = tmp_path / f"decks{suffix}"
     _write_deals(path, decks)
-    s = sim.run("random", None, seed=4, deals=path, workers=2, chunk_size=7, out=tmp_path / "run")
-    from_file = games(s.path)
-    seeded = games(sim.run("random", 30, seed=4, workers=1, out=tmp_path / "seeded").path)
+    s = sim.run(sim.RunConfig(policy="random", n=None, seed=4, deals=str(path)), workers=2, chunk_size=7,
+                out=tmp_path / "run")
+    from_file = read_games(s.path)
+    seeded = read_games(sim.run(sim.RunConfig(policy="random", n=30, seed=4), workers=1, out=tmp_path / "seeded").path)
     assert from_file.equals(seeded)
     m = json.loads((s.path / "manifest.json").read_text())
     assert m["deals"] == str(path.resolve()) and m["deal_algorithm"] == "file"
@@ -128,12 +132,12 @@ def test_bad_deck_in_file_is_rejected_with_its_row(tmp_path):
     path = tmp_path / "bad.jsonl"
     _write_deals(path, decks)
     with pytest.raises(runner.UsageError, match="row 3"):
-        sim.run("greedy", None, deals=path, workers=1, out=tmp_path / "run")
+        sim.run(sim.RunConfig(policy="greedy", n=None, deals=str(path)), workers=1, out=tmp_path / "run")
     assert not (tmp_path / "run").exists()  # nothing ran
     decks[3] = decks[3][:39]
     _write_deals(path, decks)
     with pytest.raises(runner.UsageError, match="row 3.*40 cards"):
-        sim.run("greedy", None, deals=path, workers=1, out=tmp_path / "run")
+        sim.run(sim.RunConfig(policy="greedy", n=None, deals=str(path)), workers=1, out=tmp_path / "run")
 
 
 @pytest.mark.parametrize("text,value", [("1e6", 10**6), ("2.5e5", 250_000), ("1_000_000", 10**6), ("1000000", 10**6)])
@@ -171,7 +175,8 @@ def _wait_for_parts(run_dir, at_least, proc, timeout=60):
         time.sleep(0.01)
 
 
-def test_sigkill_then_resume_gives_exactly_the_uninterrupted_rows(tmp_path):
+@pytest.mark.slow
+def test_sigkill_then_resume_gives_exactly_the_uninterrupted_rows(tmp_path, read_games):
     args = ["run", "--policy", "greedy", "-n", "1000000", "--seed", "8", "--chunk-size", "5000", "-w", "2", "-q"]
     out = tmp_path / "killed"
     proc = _sim(*args, "--out", str(out))
@@ -189,12 +194,13 @@ def test_sigkill_then_resume_gives_exactly_the_uninterrupted_rows(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
     assert not [p for p in (out / "games").iterdir() if ".tmp-" in p.name]
-    ref = sim.run("greedy", 1000000, seed=8, workers=2, chunk_size=50000, out=tmp_path / "ref")
-    got = games(out)
+    ref = sim.run(sim.RunConfig(policy="greedy", n=1000000, seed=8), workers=2, chunk_size=50000, out=tmp_path / "ref")
+    got = read_games(out)
     assert got.height == 1000000 and got["game"].n_unique() == 1000000
-    assert got.equals(games(ref.path))
+    assert got.equals(read_games(ref.path))
 
 
+@pytest.mark.slow
 def test_sigterm_leaves_a_resumable_run_and_says_how(tmp_path):
     out = tmp_path / "run"
     proc = _sim("run", "-n", "1000000", "--chunk-size", "5000", "-w", "2", "-q", "--out", str(out))
@@ -209,7 +215,8 @@ def test_sigterm_leaves_a_resumable_run_and_says_how(tmp_path):
     assert s.status == "complete" and s.games == 1000000
 
 
-def test_dead_worker_names_its_chunk_and_resume_finishes(tmp_path):
+@pytest.mark.slow
+def test_dead_worker_names_its_chunk_and_resume_finishes(tmp_path, read_games):
     out = tmp_path / "run"
     proc = _sim("run", "-n", "1000000", "--chunk-size", "5000", "-w", "2", "--out", str(out))
     _wait_for_parts(out, 1, proc)
@@ -223,7 +230,8 @@ def test_dead_worker_names_its_chunk_and_resume_finishes(tmp_path):
     assert not [p for p in (out / "games").iterdir() if ".tmp-" in p.name]
     s = sim.resume(out, workers=2)
     assert s.status == "complete"
-    assert games(out).equals(games(sim.run("greedy", 1000000, workers=2, out=tmp_path / "ref").path))
+    assert read_games(out).equals(read_games(sim.run(sim.RunConfig(policy="greedy", n=1000000), workers=2,
+                                                     out=tmp_path / "ref").path))
 
 
 def test_unwritable_out_is_a_one_line_error(tmp_path):
@@ -235,7 +243,7 @@ def test_unwritable_out_is_a_one_line_error(tmp_path):
     assert r.stderr.strip().startswith("Error:") and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_full_disk_stops_with_a_resumable_run(tmp_path, monkeypatch):
+def test_full_disk_stops_with_a_resumable_run(tmp_path, monkeypatch, read_games):
     import errno
 
     from sim.jobs import files
@@ -253,9 +261,10 @@ def test_full_disk_stops_with_a_resumable_run(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "write_atomic", flaky)
     out = tmp_path / "run"
     with pytest.raises(runner.RunError, match="No space left on device.*--resume"):
-        sim.run("greedy", 1000, workers=2, chunk_size=100, out=out)
+        sim.run(sim.RunConfig(policy="greedy", n=1000), workers=2, chunk_size=100, out=out)
     assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
     monkeypatch.undo()
     s = sim.resume(out)
     assert s.games == 1000
-    assert games(out).equals(games(sim.run("greedy", 1000, workers=1, out=tmp_path / "ref").path))
+    assert read_games(out).equals(read_games(sim.run(sim.RunConfig(policy="greedy", n=1000), workers=1,
+                                                     out=tmp_path / "ref").path))

@@ -1,7 +1,6 @@
-"""`sim solve` (a job of sim.runner), `sim report` on it, and the oracle policy."""
+"""`sim solve` (a job of sim.jobs.runner), `sim report` on it, and the oracle policy."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -9,22 +8,18 @@ import pytest
 from typer.testing import CliRunner
 
 import sim
-from sim.jobs import runner
 from sim.cli import app
-from sim.solve_run import solve_run
+from sim.jobs import runner
 
 NODES = 20_000
 COLUMNS = ["game", "outcome", "score", "proven_best", "nodes", "seconds", "moves", "score_bound"]
 
 
-def rows(run_dir) -> pl.DataFrame:
-    return pl.read_parquet(Path(run_dir) / "games" / "*.parquet").sort("game")
-
-
-def test_rows_are_the_solver_s_results_whatever_the_workers_and_chunks(tmp_path):
-    a = solve_run(60, seed=4, node_limit=NODES, workers=2, chunk_size=7, out=tmp_path / "a")
-    b = solve_run(60, seed=4, node_limit=NODES, workers=1, chunk_size=25, out=tmp_path / "b")
-    ra, rb = rows(a.path), rows(b.path)
+def test_rows_are_the_solver_s_results_whatever_the_workers_and_chunks(tmp_path, read_games):
+    config = sim.SolveConfig(n=60, seed=4, node_limit=NODES)
+    a = sim.solve_run(config, workers=2, chunk_size=7, out=tmp_path / "a")
+    b = sim.solve_run(config, workers=1, chunk_size=25, out=tmp_path / "b")
+    ra, rb = read_games(a.path), read_games(b.path)
     assert ra.columns == COLUMNS
     assert ra.schema["outcome"] == pl.Enum(["won", "lost", "unresolved"])
     assert ra.schema["score"] == pl.UInt8 and ra.schema["moves"] == pl.List(pl.UInt8)
@@ -53,20 +48,22 @@ def test_rows_are_the_solver_s_results_whatever_the_workers_and_chunks(tmp_path)
     assert "winnable" in text and "proven best" in text and "95% CI" in text
 
 
-def test_resume_solves_only_the_missing_parts(tmp_path):
-    s = solve_run(40, seed=2, first_win=True, node_limit=NODES, workers=2, chunk_size=10, out=tmp_path / "r")
-    before = rows(s.path)
+def test_resume_solves_only_the_missing_parts(tmp_path, read_games):
+    s = sim.solve_run(sim.SolveConfig(n=40, seed=2, first_win=True, node_limit=NODES), workers=2, chunk_size=10,
+                      out=tmp_path / "r")
+    before = read_games(s.path)
     (s.path / "games" / "part-00002.parquet").unlink()
-    again = runner.resume(s.path, workers=1)
+    again = sim.resume(s.path, workers=1)
     assert again.deals == 40 and again.status == "complete"
-    assert rows(s.path).drop("seconds").equals(before.drop("seconds"))
+    assert read_games(s.path).drop("seconds").equals(before.drop("seconds"))
     m = json.loads((s.path / "manifest.json").read_text())
     assert len(m["sessions"]) == 2 and m["sessions"][1]["games"] == 10
 
 
-def test_summary_brackets_unresolved_deals(tmp_path):
-    s = solve_run(30, seed=1, node_limit=1, workers=1, out=tmp_path / "u")  # one node: greedy's game only
-    df = rows(s.path)
+def test_summary_brackets_unresolved_deals(tmp_path, read_games):
+    # one node: greedy's game only
+    s = sim.solve_run(sim.SolveConfig(n=30, seed=1, node_limit=1), workers=1, out=tmp_path / "u")
+    df = read_games(s.path)
     won = int((df["outcome"] == "won").sum())
     assert s.unresolved == 30 - won and s.lost == 0
     low, _ = sim.stats.wilson(won, 30)
@@ -97,11 +94,12 @@ def test_cli_solve_report_and_errors(tmp_path):
         assert r.exit_code == 2, (bad, r.output)
 
 
-def test_oracle_policy_rows_replay_and_beat_greedy(tmp_path):
-    s = sim.run("oracle", 80, seed=3, workers=2, out=tmp_path / "o", policy_args={"nodes": "20000"})
-    g = sim.run("greedy", 80, seed=3, workers=2, out=tmp_path / "g")
-    o_rows = pl.read_parquet(s.path / "games" / "*.parquet").sort("game")
-    g_rows = pl.read_parquet(g.path / "games" / "*.parquet").sort("game")
+def test_oracle_policy_rows_replay_and_beat_greedy(tmp_path, read_games):
+    s = sim.run(sim.RunConfig(policy="oracle", n=80, seed=3, policy_args=(("nodes", "20000"),)), workers=2,
+                out=tmp_path / "o")
+    g = sim.run(sim.RunConfig(policy="greedy", n=80, seed=3), workers=2, out=tmp_path / "g")
+    o_rows = read_games(s.path)
+    g_rows = read_games(g.path)
     assert o_rows.columns == g_rows.columns
     assert (o_rows["won"] | ~g_rows["won"]).all()  # never loses a deal greedy wins
     both = o_rows["won"] & g_rows["won"]
@@ -117,12 +115,13 @@ def test_oracle_policy_rows_replay_and_beat_greedy(tmp_path):
     m = json.loads((s.path / "manifest.json").read_text())
     assert m["kind"] == "run" and m["policy"] == "oracle" and m["policy_args"] == {"nodes": "20000"}
     with pytest.raises(runner.UsageError):
-        sim.run("oracle", 5, out=tmp_path / "bad", policy_args={"depth": "3"})
+        sim.run(sim.RunConfig(policy="oracle", n=5, policy_args=(("depth", "3"),)), out=tmp_path / "bad")
     listing = CliRunner().invoke(app, ["policies"])
     assert "oracle" in listing.stdout and "SEES THE STOCK" in listing.stdout
 
 
-def test_sigterm_leaves_a_resumable_solve_and_says_how(tmp_path):
+@pytest.mark.slow
+def test_sigterm_leaves_a_resumable_solve_and_says_how(tmp_path, read_games):
     import signal
     import subprocess
     import sys
@@ -143,9 +142,10 @@ def test_sigterm_leaves_a_resumable_solve_and_says_how(tmp_path):
     assert f"sim solve --resume {out}" in err and "Traceback" not in err
     assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
     done = {p.name for p in (out / "games").glob("part-*.parquet")}
-    s = runner.resume(out, workers=2)
+    s = sim.resume(out, workers=2)
     assert s.status == "complete" and s.deals == 3000
-    ref = rows(out).filter(pl.col("game") < 40)
-    assert ref.drop("seconds").equals(rows(solve_run(40, node_limit=20_000, workers=1, chunk_size=40,
-                                                     out=tmp_path / "ref").path).drop("seconds"))
+    ref = read_games(out).filter(pl.col("game") < 40)
+    assert ref.drop("seconds").equals(read_games(sim.solve_run(sim.SolveConfig(n=40, node_limit=20_000), workers=1,
+                                                               chunk_size=40, out=tmp_path / "ref").path)
+                                      .drop("seconds"))
     assert done  # some parts were kept through the interruption

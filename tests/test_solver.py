@@ -18,7 +18,10 @@ from numba import njit
 import sim
 from sim import kernels as K
 from sim.engine.board import Board
-from sim.solver import play_line, solve
+from sim.engine.loop import play_line
+from sim.solver.solver import solve
+
+pytestmark = pytest.mark.slow  # brute force and full-deal searches: minutes in all
 
 # --- the brute-force reference: no pruning of any kind -------------------------
 

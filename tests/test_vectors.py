@@ -6,16 +6,13 @@ match the vector exactly.
 """
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import reference  # noqa: E402
-
-import sim  # noqa: E402
+import reference  # tests/reference.py (conftest.py puts tests/ on sys.path)
+import sim
 
 VECTORS = Path(__file__).resolve().parent / "data" / "greedy_games.jsonl"
 GAMES = [json.loads(line) for line in VECTORS.read_text().splitlines() if line.strip()]
