@@ -421,8 +421,11 @@ def compare_runs(run_dirs, batch: int = BATCH, notes=()) -> Comparison:
 
 
 def arm_reports(comparison: Comparison) -> list:
-    """The RunReport of each run of a comparison, in its order (score distributions for the figures)."""
-    return [load_report(a.path) for a in comparison.arms]
+    """The RunReport of each run of a comparison, in its order (score distributions for the figures);
+    None for a solve run, which has no games table."""
+    from sim.analysis.report import is_solve_run
+
+    return [None if is_solve_run(a.path) else load_report(a.path) for a in comparison.arms]
 
 
 def compare_if_pairable(run_dirs) -> tuple[Comparison | None, str]:

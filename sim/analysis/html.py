@@ -31,6 +31,7 @@ caption { text-align: left; font-weight: 600; padding: 0.3em 0; }
 .meta code { background: #f3f3f3; padding: 0.1em 0.3em; border-radius: 3px; }
 .note { color: #555; font-size: 0.85em; margin-top: -1em; margin-bottom: 1.5em; max-width: 60em; }
 .warning { color: #a00; font-weight: 600; }
+ul.notes { color: #555; font-size: 0.8em; margin: -0.6em 0 1em; padding-left: 1.2em; }
 .tables { display: flex; flex-wrap: wrap; gap: 0 3em; align-items: flex-start; }
 .pairs { display: flex; flex-wrap: wrap; gap: 1em; margin: 0.5em 0 1em; }
 .pair { border: 1px solid #ddd; border-radius: 6px; padding: 0.6em 1em; background: #fcfcfc; }
@@ -116,6 +117,13 @@ def write_page(path: str | Path, text: str) -> Path:
     return path
 
 
+def notes_html(notes) -> str:
+    """Lines said above a table (e.g. which runs were reused), as one small list; empty without notes."""
+    if not notes:
+        return ""
+    return '<ul class="notes">' + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
+
+
 # --- paired comparisons ---------------------------------------------------------------------------
 
 
@@ -163,8 +171,7 @@ def pair_html(p, n: int) -> str:
 def comparison_html(comparison, runs_table: bool = True) -> list[str]:
     """A Comparison's blocks: its header, notes, the Runs table (unless not asked for), and one paired
     table per pair."""
-    out = [f"<p>{escape(comparison.header())}</p>"]
-    out += [f'<p class="note">{escape(n)}</p>' for n in comparison.notes]
+    out = [f"<p>{escape(comparison.header())}</p>", notes_html(comparison.notes)]
     runs, pairs = comparison.tables()
     if runs_table:
         out.append(table_html(runs))
@@ -209,7 +216,7 @@ def compare_page(comparison, figures: dict, command: str | None = None) -> str:
     and the figures (win rates, paired differences, overlaid score distributions)."""
     figures = dict(figures)
     body = comparison_html(comparison)
-    body += figures_html({k: figures.pop(k) for k in ("win_rate", "paired_difference") if k in figures})
+    body += figures_html({k: figures.pop(k) for k in ("paired_difference", "win_rate") if k in figures})
     body += figures_html(figures)
     body.append("<h2>Runs</h2>")
     body.append(table_html(Table("", ("run", "directory", "policy", "rules"), tuple(
@@ -220,8 +227,7 @@ def compare_page(comparison, figures: dict, command: str | None = None) -> str:
 
 def sweep_page(sweep, figures: dict, command: str | None = None) -> str:
     """`sim sweep --html`: the table of combinations and the win-rate and mean-score chart."""
-    body = [f"<p>{escape(sweep.header())}</p>"]
-    body += [f'<p class="note">{escape(n)}</p>' for n in sweep.notes]
+    body = [f"<p>{escape(sweep.header())}</p>", notes_html(sweep.notes)]
     body.append(table_html(sweep.table()))
     body += figures_html(figures)
     body.append(table_html(Table("Runs", (*sweep.options, "directory"),

@@ -176,7 +176,11 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
         ax.annotate(f"{_percent(rates[i])}\n({_percent(lows[i])} .. {_percent(highs[i])})",
                     (x[i], highs[i]), textcoords="offset points", xytext=(0, 4), ha="center", fontsize="x-small")
     top = np.nanmax(highs) if k and not np.all(np.isnan(highs)) else 100
-    ax.set_ylim(0, min(100, top * 1.25 + 1) if top < 80 else 109)
+    if top < 80:
+        ax.set_ylim(0, min(100, top * 1.25 + 1))
+    else:  # room above 100% for the labels; no tick beyond 100%
+        ax.set_ylim(0, 122)
+        ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("win rate, % (95% CI)")
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
@@ -235,7 +239,10 @@ def paired_difference_figure(pairs, n: int, caption: str = ""):
         else:
             ax2.annotate(f"{p.both:,} games both won: no interval", (0.5, row), xycoords=("axes fraction", "data"),
                          ha="center", va="center", fontsize="x-small", color="#555")
+    from matplotlib.ticker import MaxNLocator
+
     for a in (ax, ax2):
+        a.xaxis.set_major_locator(MaxNLocator(7, symmetric=True))
         a.axvline(0, color="#222", linewidth=0.8)
         a.grid(axis="x", alpha=0.3)
         lo, hi = a.get_xlim()
@@ -354,20 +361,25 @@ def report_figures(reports, comparison=None) -> dict:
 def compare_figures(comparison, reports) -> dict:
     """`sim compare`'s figures by file stem: win rates, paired differences, overlaid score distributions.
 
-    `reports` are the RunReports of the comparison's runs, in the same order.
+    `reports` are the RunReports of the comparison's runs, in the same order
+    (None for a solve run: its mean score has no interval here and there is no
+    score distribution figure).
     """
     arms = comparison.arms
     labels = [a.label for a in arms]
     caption = comparison_caption(comparison)
-    return {
+    games = all(r is not None for r in reports)
+    figures = {
         "win_rate": win_rate_figure(labels, [a.win_rate for a in arms], [a.win_rate_low for a in arms],
-                                    [a.win_rate_high for a in arms], [r.score_mean for r in reports],
+                                    [a.win_rate_high for a in arms], [a.mean_score for a in arms],
                                     f"Win rate on the same {comparison.n:,} deals (95% Wilson interval)",
-                                    [r.score_mean_low for r in reports], [r.score_mean_high for r in reports],
-                                    caption=caption),
+                                    [r and r.score_mean_low for r in reports],
+                                    [r and r.score_mean_high for r in reports], caption=caption),
         "paired_difference": paired_difference_figure(comparison.pairs, comparison.n, caption),
-        "score_distribution": score_distribution_figure(reports, labels, overlay=True, caption=caption),
     }
+    if games:
+        figures["score_distribution"] = score_distribution_figure(reports, labels, overlay=True, caption=caption)
+    return figures
 
 
 def sweep_figures(sweep) -> dict:

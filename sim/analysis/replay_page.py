@@ -385,7 +385,7 @@ footer { color: var(--muted); font-size: 0.78em; padding: 0 1.2em 1.2em; }
       var cell = pile[0], rank = pile[1], down = pile[2] === 1, height = pile[3];
       var xy = cellXY(p, cell);
       var x = xy.x + (CW - CARD_W) / 2, y = xy.y + 6;
-      var grp = el("g", {"data-cell": cell}, svg);
+      var grp = el("g", {"data-cell": cell, "data-face": down ? "down" : "up", "data-height": height}, svg);
       for (var j = Math.min(height, 4) - 1; j > 0; j--) {  // the edges of the cards underneath
         el("rect", {x: x + 2.5 * j, y: y - 2.5 * j, width: CARD_W, height: CARD_H, rx: 6, fill: "#e8e2d0",
                     stroke: "#6b6b6b", "stroke-width": 0.8}, grp);

@@ -1,0 +1,233 @@
+"""Figures and pages without a browser: the replay page's game data against `sim.play`, `--png DIR` for
+every command, what the figures show (run names, legends, values, axes from 0, intervals), solve runs.
+
+tests/test_browser.py opens the same pages in headless Chromium.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import sim
+from sim.analysis import plots
+from sim.analysis.compare import arm_reports, compare_runs
+from sim.analysis.report import load_report, load_reports
+from sim.cli import app
+
+cli = CliRunner()
+ROOT = Path(__file__).resolve().parent.parent
+N = 400
+
+
+def page_data(path: Path) -> dict:
+    """The game data a replay page embeds (its JSON script block)."""
+    text = path.read_text()
+    m = re.search(r'<script type="application/json" id="replay-data">(.*?)</script>', text, re.S)
+    assert m, "no replay data in the page"
+    return json.loads(m.group(1))
+
+
+def assert_self_contained(text: str) -> None:
+    """No URL, link, external script, stylesheet import or frame: the page opens with no network."""
+    assert not re.search(r"(?:src|href)\s*=\s*[\"'](?!data:)", text), "a src/href that is not a data: URI"
+    body = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", text)
+    body = body.replace("http://www.w3.org/2000/svg", "")  # the SVG namespace name, never fetched
+    assert not re.search(r"https?:|ftp:|<link|<iframe|@import|url\((?!#)|<script[^>]+src", body, re.I)
+
+
+@pytest.mark.parametrize("policy,seed,game,args", [
+    ("greedy", 0, 5, []),
+    ("heuristic", 0, 5, []),
+    ("random", 3, 2, []),
+    pytest.param("oracle", 0, 5, ["--policy-arg", "nodes=20000"], marks=pytest.mark.slow),  # compiles the solver
+    ("examples/python_policy.py:FewestFaceDown", 1, 4, []),
+    ("examples/compiled_policy.py:choose", 1, 4, []),
+])
+def test_the_replay_page_carries_the_game_sim_play_plays(policy, seed, game, args, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the plugins are named by their path in the repository
+    out = tmp_path / "replay.html"
+    res = cli.invoke(app, ["replay", "--seed", str(seed), "--game", str(game), "--policy", policy, *args,
+                           "--html", str(out)])
+    assert res.exit_code == 0, res.output
+    assert f"wrote {out}" in res.stderr and res.stdout.strip().splitlines()[-1].startswith("end: ")
+    policy_args = dict(a.split("=", 1) for a in args[1::2])
+    expected = sim.play(sim.deal(seed, game), policy, seed=seed, game=game, policy_args=policy_args)
+    data = page_data(out)
+    (g,) = data["games"]
+    assert data["deck"] == list(sim.deal(seed, game)) and data["source"] == f"seed {seed}, game {game}"
+    assert (g["policy"], g["end"], g["score"], g["cardsPlayed"]) == (policy, expected.end, expected.score,
+                                                                      expected.cards_played)
+    assert [t["cell"] for t in g["turns"]] == list(expected.moves)
+    assert [t["card"] for t in g["turns"]] == data["deck"][:expected.cards_played]
+    last = g["turns"][-1]
+    assert len(last["table"]) == expected.piles == last["piles"]
+    assert sum(face for _, _, face, _ in last["table"]) == expected.face_down == last["faceDown"]
+    assert expected.end in g["endText"] and (expected.score is None or f"Score {expected.score}" in g["endText"])
+    assert data["version"] == sim.__version__ and data["command"].startswith("sim ")
+    assert_self_contained(out.read_text())
+
+
+def test_every_turn_of_the_page_matches_a_board_stepped_by_hand(tmp_path):
+    deck = sim.deal(0, 7)
+    out = tmp_path / "r.html"
+    res = cli.invoke(app, ["replay", "--deck", " ".join(map(str, deck)), "--html", str(out), "-q"])
+    assert res.exit_code == 0, res.output and res.stderr == ""
+    data = page_data(out)
+    assert data["source"] == "a given deck"
+    board = sim.Board()
+    for turn in data["games"][0]["turns"]:
+        p = board.place(turn["cell"], turn["card"])
+        assert (turn["rowFired"], turn["colFired"], turn["turned"]) == (p.row_fired, p.col_fired, list(p.turned))
+        assert turn["table"] == [[c, board.top(c), int(board.is_face_down(c)), board.height(c)] for c in board.occupied]
+        assert turn["faceDown"] == board.face_down_count
+
+
+def test_two_policies_side_by_side_on_the_same_deck(tmp_path):
+    out = tmp_path / "two.html"
+    res = cli.invoke(app, ["replay", "--seed", "0", "--game", "5", "-p", "greedy", "-p", "heuristic", "--html", str(out)])
+    assert res.exit_code == 0, res.output
+    games = page_data(out)["games"]
+    for g, policy in zip(games, ("greedy", "heuristic")):
+        r = sim.play(sim.deal(0, 5), policy, seed=0, game=5)
+        assert (g["policy"], g["end"], g["score"], [t["cell"] for t in g["turns"]]) == (
+            policy, r.end, r.score, list(r.moves))
+    assert len(re.findall(r"^end: ", res.stdout, re.M)) == 2  # the text replay of each
+    for args, fragment in ((["-p", "greedy", "-p", "greedy"], "twice"),
+                           (["--html", str(tmp_path)], "--html takes a file name")):
+        bad = cli.invoke(app, ["replay", *args])
+        assert bad.exit_code == 2 and bad.stderr.startswith("Error:") and fragment in bad.stderr
+
+
+# --- --png DIR, figures -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """greedy, random (it wins almost never) and heuristic on the same N deals."""
+    base = tmp_path_factory.mktemp("pages")
+    return [sim.run(sim.RunConfig(policy=p, n=N, seed=4), workers=2, out=base / p).path
+            for p in ("greedy", "random", "heuristic")]
+
+
+def legend_texts(ax) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_report_figures_name_every_run_and_carry_their_values(runs):
+    reports = load_reports(runs)
+    assert reports[1].wins == 0  # random: a run with nothing to draw among the wins
+    figures = plots.report_figures(reports, compare_runs(runs))
+    assert list(figures) == ["win_rate", "score_distribution", "cards_played", "paired_difference"]
+    for name, fig in figures.items():
+        caption = fig.get_suptitle().replace("\n", " ")
+        assert all(r.name in caption for r in reports), name  # every figure names its runs
+    ax, ax_lost = figures["score_distribution"].axes
+    assert [t.split(":")[0] for t in legend_texts(ax)] == [r.name for r in reports]
+    shown = sorted(t.get_text() for t in ax_lost.texts)  # the lost panel's bars carry their values
+    assert shown == sorted(plots._percent(100 * r.losses / r.games) for r in reports)
+    for ax in figures["cards_played"].axes:  # both legends list every run, a run without wins included
+        texts = legend_texts(ax)
+        assert [t.split(" (")[0] for t in texts] == [r.name for r in reports]
+    assert "(no won games)" in legend_texts(figures["cards_played"].axes[0])[1]
+    top, bottom = figures["win_rate"].axes
+    assert top.get_ylim()[0] == 0 and bottom.get_ylim()[0] == 0
+    labels = " ".join(t.get_text() for t in top.texts)
+    for r in reports:
+        assert plots._percent(100 * r.win_rate_low) in labels and plots._percent(100 * r.win_rate_high) in labels
+
+
+def test_compare_writes_its_figures_into_a_directory_and_a_page(runs, tmp_path):
+    res = cli.invoke(app, ["compare", str(runs[0]), str(runs[2]), "--png", str(tmp_path / "figs"),
+                           "--html", str(tmp_path / "c.html")])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == [
+        "paired_difference.png", "score_distribution.png", "win_rate.png"]
+    c = compare_runs([runs[0], runs[2]])
+    (p,) = c.pairs
+    page = (tmp_path / "c.html").read_text()
+    for cell in (f"{p.both:,} (both)", f"{p.a_only:,} (A only)", f"{p.b_only:,} (B only)", "McNemar"):
+        assert cell in page
+    assert f"{100 * p.diff:+.2f}%" in page and f"{100 * p.diff_low:+.2f}%" in page and f"foursquare-sim {sim.__version__}" in page
+    assert page.count("data:image/png;base64,") == 3
+    assert_self_contained(page)
+    # the paired-difference figure draws the interval the table gives
+    fig = plots.compare_figures(c, arm_reports(c))["paired_difference"]
+    ax = fig.axes[0]
+    (segments,) = [coll.get_segments() for coll in ax.collections if coll.get_segments()]
+    (x0, _), (x1, _) = segments[0]
+    assert (x0, x1) == pytest.approx((100 * p.diff_low, 100 * p.diff_high))
+    assert ax.get_xlim()[0] < 0 < ax.get_xlim()[1]
+
+
+def test_sweep_axes_start_at_zero_and_mean_scores_carry_intervals(runs):
+    from sim.analysis.sweep import Sweep, SweepRow
+
+    reports = load_reports(runs)
+    rows = tuple(SweepRow(values=(str(i),), path=r.path, games=r.games, wins=r.wins, win_rate=r.win_rate,
+                          win_rate_low=r.win_rate_low, win_rate_high=r.win_rate_high, mean_score=r.score_mean,
+                          mean_score_low=r.score_mean_low, mean_score_high=r.score_mean_high, reused=True)
+                 for i, r in enumerate(reports))
+    fig = Sweep("greedy", N, 4, ("max_pile",), rows).figure()
+    top, bottom = fig.axes
+    assert top.get_ylim()[0] == 0 and bottom.get_ylim()[0] == 0
+    with_ci = [r for r in reports if r.score_mean_low is not None]
+    caps = [seg for coll in bottom.collections for seg in coll.get_segments()]
+    assert len(caps) == len(with_ci)  # one interval per mean score that has one
+    for r, ((_, lo), (_, hi)) in zip(with_ci, caps):
+        assert (lo, hi) == pytest.approx((r.score_mean_low, r.score_mean_high))
+    assert all(Path(r.path).name in fig.get_suptitle().replace("\n", " ") for r in reports)
+
+
+def test_mean_score_interval_is_the_normal_interval_of_the_scores(runs, read_games):
+    import numpy as np
+
+    r = load_report(runs[2])
+    scores = read_games(runs[2])["score"].drop_nulls().to_numpy().astype(float)
+    half = 1.959963984540054 * scores.std(ddof=1) / np.sqrt(len(scores))
+    assert (r.score_mean_low, r.score_mean_high) == pytest.approx((scores.mean() - half, scores.mean() + half))
+
+
+@pytest.mark.parametrize("command", [["report", "RUN"], ["compare", "RUN", "RUN2"],
+                                     ["sweep", "-n", "10", "--rule", "max_pile=3,4"]])
+def test_png_takes_a_directory_everywhere(command, runs, tmp_path):
+    args = [str(runs[0]) if a == "RUN" else str(runs[1]) if a == "RUN2" else a for a in command]
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    for png in (tmp_path / "x.png", not_a_dir):
+        res = cli.invoke(app, [*args, "--png", str(png)])
+        assert res.exit_code == 2, res.output
+        (line,) = res.stderr.strip().splitlines()
+        assert line.startswith("Error: --png takes a directory")
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_report_of_a_solve_run_draws_the_best_scores(tmp_path):
+    run = tmp_path / "solved"
+    sim.solve_run(sim.SolveConfig(n=12, seed=0, node_limit=20_000), workers=1, out=run)
+    res = cli.invoke(app, ["report", str(run), "--png", str(tmp_path / "figs"), "--html", str(tmp_path / "s.html")])
+    assert res.exit_code == 0, res.output
+    assert [p.name for p in (tmp_path / "figs").iterdir()] == ["best_score.png"]
+    page = (tmp_path / "s.html").read_text()
+    assert "won" in page and page.count("data:image/png;base64,") == 1 and "solved (sim solve)" in page
+    assert_self_contained(page)
+    from sim.analysis.report import load_solve_report
+
+    s = load_solve_report(run)
+    fig = plots.solve_figures([s])["best_score"]
+    ax = fig.axes[0]
+    heights = {}
+    for patch in ax.patches:  # proven and unproven parts stacked per score
+        x = round(patch.get_x() + patch.get_width() / 2)
+        heights[x] = heights.get(x, 0) + patch.get_height()
+    assert {x: h for x, h in heights.items() if h} == pytest.approx(
+        {score: 100 * k / s.deals for score, k, _ in s.score_counts})
+    assert "solved" in fig.get_suptitle()
+    # two solve runs of the same deals compare deal by deal; their figures have no score distribution
+    other = tmp_path / "solved-less"
+    sim.solve_run(sim.SolveConfig(n=12, seed=0, node_limit=5_000), workers=1, out=other)
+    res = cli.invoke(app, ["compare", str(run), str(other), "--png", str(tmp_path / "cmp"), "-q"])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == ["paired_difference.png", "win_rate.png"]
