@@ -15,7 +15,6 @@ earlier ones only:
     engine     sim.engine.*
     solver     sim.solver.*
     players    sim.players.*, sim.rl.* (the Gymnasium environments: beside the players)
-    rl         sim.rl.* (Gymnasium environments: a client of the game, as the jobs are)
     jobs       sim.jobs.*
     analysis   sim.analysis.*
     front      sim.cli, sim.__main__, sim (the package: its lazy re-exports reach every layer)
@@ -45,7 +44,6 @@ LAYERS = (
     ("engine", ("sim.engine", "sim.engine.*")),
     ("solver", ("sim.solver", "sim.solver.*")),
     ("players", ("sim.players", "sim.players.*", "sim.rl", "sim.rl.*")),
-    ("rl", ("sim.rl", "sim.rl.*")),
     ("jobs", ("sim.jobs", "sim.jobs.*")),
     ("analysis", ("sim.analysis", "sim.analysis.*")),
     ("front", ("sim.cli", "sim.__main__", "sim")),
