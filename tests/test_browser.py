@@ -29,6 +29,8 @@ from sim.cli import app
 
 cli = CliRunner()
 
+pytestmark = pytest.mark.slow  # a real browser: seconds per page
+
 BROWSER_NAMES = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 BROWSER_PATHS = ("/usr/lib/chromium/chromium-headless-shell", "/usr/lib/chromium/chromium")
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",

@@ -98,6 +98,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch):
     assert show_progress(quiet=True) is False
 
 
+@pytest.mark.slow  # three runs and a comparison with figures
 def test_a_redirected_stderr_gets_no_bar_and_quiet_silences_notices(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     r = invoke("run", "-n", "3000", "-w", "1")

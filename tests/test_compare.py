@@ -43,6 +43,7 @@ def joined_counts(games, a_dir, b_dir) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_compare_policies_plays_the_same_decks_and_pairs_them(tmp_path, monkeypatch, read_games):
     monkeypatch.chdir(tmp_path)
     args = ["compare", "--policy", "greedy", "--policy", "random", "-n", str(N), "--seed", "5", "-w", "2", "-q",
@@ -121,6 +122,7 @@ def test_compare_refuses_runs_that_do_not_share_the_deals(tmp_path):
         assert cli.invoke(app, args).exit_code == 2
 
 
+@pytest.mark.slow
 def test_sweep_runs_every_combination_on_the_same_deals(tmp_path, monkeypatch, read_games):
     monkeypatch.chdir(tmp_path)
     res = cli.invoke(app, ["sweep", "--policy", "greedy", "-n", str(N), "--seed", "3", "-w", "2", "-q",

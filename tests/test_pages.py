@@ -44,7 +44,7 @@ def assert_self_contained(text: str) -> None:
     ("random", 3, 2, []),
     pytest.param("oracle", 0, 5, ["--policy-arg", "nodes=20000"], marks=pytest.mark.slow),  # compiles the solver
     ("examples/python_policy.py:FewestFaceDown", 1, 4, []),
-    ("examples/compiled_policy.py:choose", 1, 4, []),
+    pytest.param("examples/compiled_policy.py:choose", 1, 4, [], marks=pytest.mark.slow),  # compiles a loop
 ])
 def test_the_replay_page_carries_the_game_sim_play_plays(policy, seed, game, args, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)  # the plugins are named by their path in the repository
@@ -139,6 +139,7 @@ def test_report_figures_name_every_run_and_carry_their_values(runs):
         assert plots._percent(100 * r.win_rate_low) in labels and plots._percent(100 * r.win_rate_high) in labels
 
 
+@pytest.mark.slow
 def test_compare_writes_its_figures_into_a_directory_and_a_page(runs, tmp_path):
     res = cli.invoke(app, ["compare", str(runs[0]), str(runs[2]), "--png", str(tmp_path / "figs"),
                            "--html", str(tmp_path / "c.html")])
@@ -204,6 +205,7 @@ def test_png_takes_a_directory_everywhere(command, runs, tmp_path):
     assert not (tmp_path / "x.png").exists()
 
 
+@pytest.mark.slow
 def test_report_of_a_solve_run_draws_the_best_scores(tmp_path):
     run = tmp_path / "solved"
     sim.solve_run(sim.SolveConfig(n=12, seed=0, node_limit=20_000), workers=1, out=run)

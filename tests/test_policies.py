@@ -177,6 +177,7 @@ def test_unknown_plugins_are_usage_errors(tmp_path):
         assert r.exit_code == 2 and fragment in r.stderr, (spec, r.stderr)
 
 
+@pytest.mark.slow
 def test_entry_point_plugins_are_found(tmp_path, monkeypatch):
     dist = tmp_path / "fs_plugin_demo-0.1.dist-info"
     dist.mkdir()

@@ -91,6 +91,7 @@ def assert_real_png(data: bytes, min_size=(400, 250)):
     assert colours is not None and len(colours) > 20  # not a blank canvas
 
 
+@pytest.mark.slow
 def test_png_and_html_of_several_runs(runs, tmp_path):
     res = cli.invoke(app, ["report", *map(str, runs), "--png", str(tmp_path / "figs"), "--html", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output

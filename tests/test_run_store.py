@@ -140,6 +140,7 @@ def test_another_live_writers_temp_file_is_left_alone(tmp_path):
         other.wait()
 
 
+@pytest.mark.slow  # two `sim compare` processes
 def test_compare_refuses_while_a_run_it_would_reuse_is_being_written(tmp_path):
     sim_cmd("compare", "--policy", "greedy", "--policy", "random", "-n", "2000", "-w", "1", "-q", cwd=tmp_path)
     out = tmp_path / "results" / "greedy-seed0-n2000"
@@ -212,6 +213,7 @@ def test_resume_refuses_a_changed_weights_file_and_reuse_plays_again(tmp_path):
     assert str(weights.resolve()) in line and "changed" in line
 
 
+@pytest.mark.slow  # three `sim compare` processes
 def test_compare_reuses_only_when_the_weights_file_is_unchanged(tmp_path):
     weights = tmp_path / "w.json"
     write_weights(weights, [-3.8, -16.6, -2.2, -15.7, -1.4, 1.2, 4.0])
@@ -420,6 +422,7 @@ def test_a_manifest_of_the_wrong_shape_is_a_one_line_error(tmp_path):
             one_line_error(r, r.exit_code)
 
 
+@pytest.mark.slow  # compiles two plugins, uncached
 def test_plugin_faults_are_one_line_errors_naming_policy_seed_game_and_turn(tmp_path):
     from sim import kernels as K
 
