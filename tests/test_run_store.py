@@ -285,6 +285,7 @@ def test_force_refuses_what_is_not_a_run(tmp_path):
     assert "not a run" in line or "holds no run" in line
     assert (saves / "mygame.sav").read_text() == "precious"
     assert json.loads((tmp_path / "proj" / "manifest.json").read_text())["name"] == "a web app"
+    assert sorted(p.name for p in (tmp_path / "proj").iterdir()) == ["games", "manifest.json"], "nothing added"
 
 
 def test_force_on_a_run_keeps_files_the_run_does_not_own(tmp_path):

@@ -644,12 +644,21 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"out {run_dir} exists and is not a directory", "out")
     created = not run_dir.exists()
+    had_lock = (run_dir / LOCK).exists()
     with writer_lock(run_dir):
         if not force:
             done = _complete_already(job, config, run_dir)
             if done is not None:
                 return done
-        _prepare_dir(run_dir, force)
+        try:
+            _prepare_dir(run_dir, force)
+        except UsageError:  # refused: leave the directory as it was found
+            if not had_lock:
+                with contextlib.suppress(OSError):
+                    (run_dir / LOCK).unlink()
+                    if created:
+                        run_dir.rmdir()
+            raise
         p = _Progress(chosen, int(chunk_size), command or f"{job.kind}({config!r})", [], {})
         _save(job, config, run_dir, p, "incomplete")
         try:
