@@ -8,7 +8,6 @@ resumed run has exactly the rows of an uninterrupted one.
 """
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -195,10 +194,10 @@ def write_weights(path: Path, values):
         ("face_down", "to_open", "full_up", "full_down", "risk", "spread", "closed"), values))}))
 
 
-def test_resume_refuses_a_changed_weights_file_and_reuse_plays_again(tmp_path):
+def test_resume_refuses_a_changed_weights_file_and_reuse_plays_again(tmp_path, monkeypatch):
     weights = tmp_path / "w.json"
     write_weights(weights, [-3.8, -16.6, -2.2, -15.7, -1.4, 1.2, 4.0])
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     r = cli.invoke(app, ["run", "--policy", "heuristic", "--policy-arg", "weights=w.json", "-n", "3000",
                          "--chunk-size", "500", "-w", "1", "-q", "--out", "h"])
     assert r.exit_code == 0, r.output
@@ -234,10 +233,10 @@ def test_compare_reuses_only_when_the_weights_file_is_unchanged(tmp_path):
 # --- 4. resume runs no code it was not given ---------------------------------------------------------
 
 
-def test_resume_of_a_plugin_run_needs_the_plugin_named_again(tmp_path):
+def test_resume_of_a_plugin_run_needs_the_plugin_named_again(tmp_path, monkeypatch):
     plugin = tmp_path / "lowest.py"
     plugin.write_text(PYTHON_PLUGIN)
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     r = cli.invoke(app, ["run", "--policy", "lowest.py:choose", "-n", "300", "--chunk-size", "100", "-w", "1",
                          "-q", "--out", "p"])
     assert r.exit_code == 0, r.output
