@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from sim import kernels as K
+from sim.engine.results import new_columns
 
 CHOOSE = None
 """Placeholder: each copy of the templates below binds its policy's choose here."""
@@ -50,61 +51,59 @@ def _play_into(choose, i, deck, params, rules, seed, game, state, moves, fired, 
     illegal[i] = moves[played] if code == K.END_ILLEGAL_MOVE else -1
 
 
-# --- templates: copied once per policy with CHOOSE bound (see the module docstring) ---------------
+# --- the template: copied once per policy with CHOOSE bound (see the module docstring) ------------
 
 
-def _seeded_batch(seed, first_game, count, params, rules, record, decks,
-                  end, cards_played, face_down, piles, score, illegal):
-    """Deal and play games first_game .. first_game+count-1 of `seed`.
+def _games(seed, first_game, count, deal, record, params, rules, decks, state, moves, fired,
+           end, cards_played, face_down, piles, score, illegal):
+    """Play games first_game .. first_game+count-1 of `seed` and write their rows.
 
-    With `record`, each deck is kept in decks[i]; otherwise decks may be 1 row.
+    With `deal`, each game's deck is dealt into decks[i] (with `record`) or
+    decks[0]; otherwise decks[i] is given. One entry point serves runs,
+    given decks and single traced games, so a policy compiles once: the last
+    game's position, cells and fired checks stay in `state`, `moves`, `fired`.
     """
     # Uncounted views of the arguments, for speed (see K.borrowed).
     decks, rules, params = K.borrowed(decks), K.borrowed(rules), K.borrowed(params)
     end, cards_played = K.borrowed(end), K.borrowed(cards_played)
     face_down, piles, score, illegal = K.borrowed(face_down), K.borrowed(piles), K.borrowed(score), K.borrowed(illegal)
-    state = np.empty(K.STATE_SIZE, np.int64)
-    moves = np.empty(K.DECK_SIZE + 1, np.int64)
-    fired = np.empty(K.DECK_SIZE, np.int64)
     rng = np.empty(1, np.uint64)
     for i in range(count):
-        row = i if record else 0
+        row = i if record or not deal else 0
         deck = decks[row]
         game = first_game + i
-        K.deal_into(seed, game, deck)
+        if deal:
+            K.deal_into(seed, game, deck)
         _play_into(CHOOSE, i, deck, params, rules, seed, game, state, moves, fired, rng,
                    end, cards_played, face_down, piles, score, illegal)
 
 
-def _deck_batch(decks, seed, first_game, params, rules, end, cards_played, face_down, piles, score, illegal):
-    """Play given decks; row i is game first_game + i (for the policy's stream)."""
-    decks, rules, params = K.borrowed(decks), K.borrowed(rules), K.borrowed(params)
-    end, cards_played = K.borrowed(end), K.borrowed(cards_played)
-    face_down, piles, score, illegal = K.borrowed(face_down), K.borrowed(piles), K.borrowed(score), K.borrowed(illegal)
-    state = np.empty(K.STATE_SIZE, np.int64)
-    moves = np.empty(K.DECK_SIZE + 1, np.int64)
-    fired = np.empty(K.DECK_SIZE, np.int64)
-    rng = np.empty(1, np.uint64)
-    for i in range(decks.shape[0]):
-        _play_into(CHOOSE, i, decks[i], params, rules, seed, first_game + i, state, moves, fired, rng,
-                   end, cards_played, face_down, piles, score, illegal)
-
-
-def _one_game(deck, params, rules, rng, state, moves, fired):
-    """One game, keeping every turn's cell and fired checks: (end code, cards played)."""
-    return play_game(CHOOSE, deck, params, rules, rng, state, moves, fired)
+def _turn_arrays():
+    """A game's position, its cells (one spare for an illegal one) and its fired checks."""
+    return (np.empty(K.STATE_SIZE, np.int64), np.full(K.DECK_SIZE + 1, -1, np.int64),
+            np.zeros(K.DECK_SIZE, np.int64))
 
 
 @dataclass(frozen=True)
 class Loops:
-    """The compiled entry points of one policy's game loop."""
+    """The compiled game loop of one policy, and the three ways of calling it."""
 
-    seeded_batch: object
-    """`_seeded_batch` with the policy bound."""
-    deck_batch: object
-    """`_deck_batch` with the policy bound."""
-    one_game: object
-    """`_one_game` with the policy bound."""
+    games: object
+    """`_games` with the policy bound: the one compiled entry point."""
+
+    def seeded_batch(self, seed, first_game, count, params, rules, record, decks, *columns):
+        """Deal and play games first_game .. first_game+count-1 of `seed` (decks kept when `record`)."""
+        self.games(seed, first_game, count, True, bool(record), params, rules, decks, *_turn_arrays(), *columns)
+
+    def deck_batch(self, decks, seed, first_game, params, rules, *columns):
+        """Play given decks; row i is game first_game + i (for the policy's stream)."""
+        self.games(seed, first_game, decks.shape[0], False, False, params, rules, decks, *_turn_arrays(), *columns)
+
+    def one_game(self, deck, seed, game, params, rules, state, moves, fired):
+        """One game of a given deck, keeping every turn's cell and fired checks: (end code, cards played)."""
+        cols = new_columns(1)  # the dtypes of a batch's columns: the same compiled specialisation
+        self.games(seed, game, 1, False, False, params, rules, deck.reshape(1, -1), state, moves, fired, *cols.values())
+        return int(cols["end"][0]), int(cols["cards_played"][0])
 
 
 def _bind(template, choose, suffix: str, cache: bool):
@@ -117,12 +116,12 @@ def _bind(template, choose, suffix: str, cache: bool):
 
 
 def _loops(choose, suffix: str, cache: bool) -> Loops:
-    return Loops(*(_bind(t, choose, suffix, cache) for t in (_seeded_batch, _deck_batch, _one_game)))
+    return Loops(_bind(_games, choose, suffix, cache))
 
 
 @functools.cache
 def builtin_loops(module: str) -> Loops:
-    """The loops of the built-in policy in `module` (e.g. "policies.greedy"), cached on disk."""
+    """The loop of the built-in policy in `module` (e.g. "policies.greedy"), cached on disk."""
     choose = importlib.import_module(module).choose
     return _loops(choose, module.rpartition(".")[2], cache=True)
 

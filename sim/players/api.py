@@ -82,8 +82,8 @@ def trace(deck, policy: str | PolicySpec = "greedy", rules: Rules | None = None,
     state = np.empty(K.STATE_SIZE, np.int64)
     moves = np.full(K.DECK_SIZE + 1, -1, np.int64)
     fired = np.zeros(K.DECK_SIZE, np.int64)
-    rng = np.array([K.stream_start(np.uint64(seed), np.int64(game), K.STREAM_POLICY)], np.uint64)
-    code, played = loops.one_game(cards, spec.params(), rules.as_array(), rng, state, moves, fired)
+    code, played = loops.one_game(cards, np.uint64(seed), np.int64(game), spec.params(), rules.as_array(),
+                                  state, moves, fired)
     if code == K.END_ILLEGAL_MOVE:
         raise illegal_move_error(spec.name, int(moves[played]), seed, game, played + 1)
     return GameTrace(int(code), int(played), tuple(moves[:played].tolist()), tuple(fired[:played].tolist()), state)
@@ -194,8 +194,8 @@ def to_compile(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded:
         spec = resolve("greedy")
     if spec.kind == "builtin":
         loops = _loops(spec)
-        needed += [f for f, used in ((loops.seeded_batch, seeded), (loops.deck_batch, decks),
-                                     (loops.one_game, replay)) if used]
+        if seeded or decks or replay:
+            needed.append(loops.games)
     if all(_in_cache(d) for d in needed):
         return None
     return f"the engine for {policy if isinstance(policy, str) else policy.name}"
