@@ -3,12 +3,12 @@
 Every game runs `sim.kernels.play_turns`, the one turn loop, with the
 policy's ``choose`` bound in. numba cannot cache a compiled function that
 takes another one as an argument, nor a closure; so for each policy the
-entry points below (`_seeded_batch`, `_deck_batch`, `_one_game`) are
-copied with the policy's ``choose`` as the global ``CHOOSE`` and a name of
-their own (``_seeded_batch__greedy``), which numba caches on disk like any
-module-level function. A run thus compiles only the policy it plays, and
-only the entry points it calls. Compiled plugins get the same copies,
-uncached (their source is not ours to track), compiled once per process.
+entry point below, `_games`, is copied with the policy's ``choose`` as the
+global ``CHOOSE`` and a name of its own (``_games__greedy``), which numba
+caches on disk like any module-level function. Runs, given decks and single
+traced games all call that one copy, so a policy's code is compiled once,
+and a run compiles only the policy it plays. Compiled plugins get the same
+copy, uncached (their source is not ours to track), compiled once per process.
 """
 
 import functools

@@ -207,7 +207,7 @@ def warm_up(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded: bo
 
     Call it in the main process before starting workers, so workers never
     compile and never race on the cache files (forked workers inherit the
-    compiled code). `seeded`, `decks` and `replay` pick the entry points:
+    compiled code). `seeded`, `decks` and `replay` say which calls will follow:
     `play_range`, `play_decks` and `trace`.
     """
     spec = resolve(policy, policy_args)
@@ -218,12 +218,8 @@ def warm_up(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded: bo
         oracle.warm_up_solver()
         spec = resolve("greedy")  # the oracle's fallback
     try:
-        if seeded:
-            play_range(0, 0, 1, spec)
-        if decks:
+        if seeded or decks or replay:  # one compiled entry point serves all three
             play_decks(deck, spec)
-        if replay:
-            trace(deck[0], spec)
     except NumbaError as e:  # the plugin does not fit the contract
         raise PolicyError(f"policy {spec.name!r} does not compile as a policy: {_first_line(e)}") from None
 
