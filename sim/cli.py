@@ -479,7 +479,7 @@ def report(
 
 @app.command()
 def compare(
-    runs: Annotated[Optional[list[Path]], typer.Argument(metavar="[RUN...]", help="Existing run directories to compare (same seed, n and deals).", show_default=False)] = None,
+    runs: Annotated[Optional[list[Path]], typer.Argument(metavar="[RUN...]", help="Existing run directories to compare (same seed and deals; sizes may differ).", show_default=False)] = None,
     policy: Annotated[Optional[list[str]], typer.Option("--policy", "-p", metavar="SPEC", help="Play this policy (repeat: at least two).")] = None,
     n: Annotated[Optional[str], typer.Option("-n", metavar="N", help="Games per policy: 1e6, 2.5e5, 1_000_000.")] = None,
     seed: SeedOpt = 0,
@@ -499,9 +499,10 @@ def compare(
     With --policy, every policy plays the same n seeded deals; each run is
     written under results/ as `sim run` would, and a complete run already
     there with the same settings is reused (--force plays it again). With
-    run directories, the runs are joined on game; they must share seed, n
-    and deal source (rules and policy may differ). --png DIR writes
-    win_rate.png, paired_difference.png and score_distribution.png.
+    run directories, the runs are joined on game; they must share seed and
+    deal source (rules, policy and n may differ: a pair is compared on the
+    deals both played). --png DIR writes win_rate.png, paired_difference.png,
+    frontier.png and score_distribution.png.
 
     Example: sim compare --policy greedy --policy random -n 1e6
     """

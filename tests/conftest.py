@@ -30,3 +30,18 @@ def games_of(run_dir):
 def read_games():
     """games_of: run directory -> its rows as one polars DataFrame, sorted by game."""
     return games_of
+
+
+def pytest_configure(config):
+    """Before any test worker starts (pytest-xdist), settle numba's cache once, in one process.
+
+    Workers then find it in step with the sources and never clean it under
+    each other; greedy's game loop, which most test files play, is compiled
+    here so that two workers do not both compile it at once.
+    """
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    if getattr(config.option, "numprocesses", None):
+        from sim.players.api import warm_up
+
+        warm_up("greedy")

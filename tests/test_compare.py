@@ -99,14 +99,41 @@ def test_compare_existing_runs_of_two_rule_settings(tmp_path, read_games):
     assert f"{p.a_only:,}" in res.stdout and f"{p.b_only:,}" in res.stdout
 
 
+def test_runs_of_different_sizes_pair_on_the_deals_both_played(tmp_path, read_games):
+    # A slow policy on fewer deals: each run's own figures over all its games, each pair over the
+    # first min(n) deals, every count equal to a direct join of the rows.
+    a = sim.run(sim.RunConfig(policy="heuristic", n=900, seed=4), workers=1, out=tmp_path / "a").path
+    b = sim.run(sim.RunConfig(policy="greedy", n=600, seed=4), workers=2, out=tmp_path / "b").path
+    c = sim.run(sim.RunConfig(policy="random", n=900, seed=4), workers=1, out=tmp_path / "c").path
+    cmp = compare_runs([a, b, c])
+    assert not cmp.same_size and cmp.n == 600
+    assert "heuristic 900, greedy 600, random 900" in cmp.header()
+    for arm, path, n in zip(cmp.arms, (a, b, c), (900, 600, 900)):
+        rows = read_games(path)
+        assert arm.games == rows.height == n and arm.wins == rows["won"].sum()
+        assert arm.score_per_deal == pytest.approx(rows["score"].fill_null(0).cast(pl.Int64).sum() / n)
+        assert arm.games_per_core_s > 0
+    by_pair = {(p.a, p.b): p for p in cmp.pairs}
+    for (x, y), games in ((("heuristic", "greedy"), 600), (("heuristic", "random"), 900), (("greedy", "random"), 600)):
+        path = {"heuristic": a, "greedy": b, "random": c}
+        expected = joined_counts(lambda d: read_games(d).filter(pl.col("game") < games), path[x], path[y])
+        p = by_pair[(x, y)]
+        assert (p.games, p.wins_a, p.wins_b, p.both, p.a_only, p.b_only) == tuple(
+            expected[k] for k in ("games", "wins_a", "wins_b", "both", "a_only", "b_only"))
+    res = cli.invoke(app, ["compare", str(a), str(b), str(c), "--png", str(tmp_path / "figs")])
+    assert res.exit_code == 0, res.output
+    assert "score per deal" in res.stdout and "runs of different sizes" in res.stdout
+    assert Image.open(tmp_path / "figs" / "frontier.png").size[0] > 300
+
+
 def test_compare_refuses_runs_that_do_not_share_the_deals(tmp_path):
     a = sim.run(sim.RunConfig(policy="greedy", n=300, seed=1), workers=1, out=tmp_path / "a").path
     b = sim.run(sim.RunConfig(policy="greedy", n=400, seed=2), workers=1, out=tmp_path / "b").path
     res = cli.invoke(app, ["compare", str(a), str(b)])
     assert res.exit_code == 2
     (line,) = res.stderr.strip().splitlines()
-    assert line.startswith("Error:") and "seed (a: 1, b: 2)" in line and "n (a: 300, b: 400)" in line
-    assert "deal source (" not in line
+    assert line.startswith("Error:") and "seed (a: 1, b: 2)" in line
+    assert "deal source (" not in line and "n (" not in line
     deal_file = tmp_path / "decks.parquet"
     pl.DataFrame({"deck": [list(sim.deal(1, i)) for i in range(300)]}).write_parquet(deal_file)
     f = sim.run(sim.RunConfig(policy="greedy", n=300, seed=1, deals=str(deal_file)), workers=1, out=tmp_path / "f").path

@@ -145,15 +145,19 @@ def test_compare_writes_its_figures_into_a_directory_and_a_page(runs, tmp_path):
                            "--html", str(tmp_path / "c.html")])
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == [
-        "paired_difference.png", "score_distribution.png", "win_rate.png"]
+        "frontier.png", "paired_difference.png", "score_distribution.png", "win_rate.png"]
     c = compare_runs([runs[0], runs[2]])
     (p,) = c.pairs
     page = (tmp_path / "c.html").read_text()
     for cell in (f"{p.both:,} (both)", f"{p.a_only:,} (A only)", f"{p.b_only:,} (B only)", "McNemar"):
         assert cell in page
     assert f"{100 * p.diff:+.2f}%" in page and f"{100 * p.diff_low:+.2f}%" in page and f"foursquare-sim {sim.__version__}" in page
-    assert page.count("data:image/png;base64,") == 3
+    assert page.count("data:image/png;base64,") == 4
     assert_self_contained(page)
+    # the frontier figure puts each run at (score per deal, win rate)
+    fig = plots.compare_figures(c, arm_reports(c))["frontier"]
+    points = sorted(tuple(line.get_xydata()[0]) for line in fig.axes[0].lines if line.get_marker() == "o")
+    assert points == sorted((a.score_per_deal, 100 * a.win_rate) for a in c.arms)
     # the paired-difference figure draws the interval the table gives
     fig = plots.compare_figures(c, arm_reports(c))["paired_difference"]
     ax = fig.axes[0]

@@ -1,10 +1,13 @@
 """Paired comparison of runs on the same deals (`sim compare`).
 
-Runs with the same seed, n and deal source play game i on the same deck
+Runs with the same seed and deal source play game i on the same deck
 (common random numbers), so two policies or two rule settings can be
 compared game by game: the runs are joined on `game` and each pair of runs
 gets a paired 2x2 table of wins. The join is done lazily in batches of game
-numbers, so memory stays bounded whatever n is.
+numbers, so memory stays bounded whatever n is. Runs of different sizes
+(a slow policy on fewer deals) are allowed: every run holds games 0..n-1,
+so each run's own figures are over all its games and each pair's over the
+games both played.
 
 Statistics per pair (A, B), all on the joined games:
 
@@ -76,6 +79,8 @@ class RunInfo:
     """The manifest's kind: run (games of a policy) or solve (deals solved by `sim solve`)."""
     solve: dict = field(default_factory=dict)
     """A solve run's solver options (first_win, node_limit, time_limit); empty for a run of games."""
+    games_per_core_s: float | None = None
+    """Games played per second per worker process, over the run's local sessions (None if unknown)."""
 
     @property
     def name(self) -> str:
@@ -90,6 +95,17 @@ class RunInfo:
         return self.deal_algorithm
 
 
+def games_per_core_second(sessions) -> float | None:
+    """Games per second per worker over the sessions that ran on local workers (Dask's are left out)."""
+    games = core_seconds = 0.0
+    for session in sessions or ():
+        workers, seconds = session.get("workers"), session.get("seconds")
+        if workers and seconds:
+            games += session.get("games") or 0
+            core_seconds += workers * seconds
+    return games / core_seconds if core_seconds and games else None
+
+
 def run_info(run_dir: str | Path) -> RunInfo:
     """What the manifest of `run_dir` says about its run."""
     m = runner.read_manifest(Path(run_dir))
@@ -97,7 +113,7 @@ def run_info(run_dir: str | Path) -> RunInfo:
                    rules=dict(m.get("rules", {})), deal_algorithm=str(m.get("deal_algorithm")),
                    deals=m.get("deals"), deals_sha256=m.get("deals_sha256"), status=m.get("status", "unknown"),
                    record_deals=bool(m.get("record_deals", False)), kind=str(m.get("kind", "run")),
-                   solve=dict(m.get("solve") or {}))
+                   solve=dict(m.get("solve") or {}), games_per_core_s=games_per_core_second(m.get("sessions")))
 
 
 def _values(infos: list[RunInfo], get) -> str:
@@ -105,7 +121,10 @@ def _values(infos: list[RunInfo], get) -> str:
 
 
 def check_pairable(infos: list[RunInfo]) -> None:
-    """Raise UsageError unless the runs share seed, n and deal source and are complete; the message says what differs."""
+    """Raise UsageError unless the runs share seed and deal source and are complete; the message says what differs.
+
+    Their sizes may differ: every run holds games 0..n-1, so any two share their first min(n) deals.
+    """
     if len(infos) < 2:
         raise UsageError("compare needs at least two runs")
     if len({Path(i.path).resolve() for i in infos}) < len(infos):
@@ -114,12 +133,12 @@ def check_pairable(infos: list[RunInfo]) -> None:
         raise UsageError("cannot pair a solve run with a run of games (" + _values(infos, lambda i: i.kind)
                          + "); compare solve runs with solve runs, or play the solver as --policy oracle")
     problems = []
-    for what, get in (("seed", lambda i: i.seed), ("n", lambda i: i.n), ("deal source", lambda i: i.deal_source)):
+    for what, get in (("seed", lambda i: i.seed), ("deal source", lambda i: i.deal_source)):
         if len({get(i) for i in infos}) > 1:
             problems.append(f"{what} ({_values(infos, get)})")
     if problems:
         raise UsageError("cannot pair these runs: they differ in " + "; ".join(problems)
-                         + ". A paired comparison needs the same seed, n and deal source")
+                         + ". A paired comparison needs the same seed and deal source")
     for i in infos:
         if i.status != "complete":
             command = "solve" if i.kind == "solve" else "run"
@@ -172,7 +191,7 @@ class Arm:
     rules: dict
     """Rule options."""
     games: int
-    """Joined games."""
+    """The run's games (all of them, also when other runs of the comparison have fewer)."""
     wins: int
     """Games won."""
     win_rate: float
@@ -183,6 +202,10 @@ class Arm:
     """Upper end of the 95% Wilson interval of the win rate."""
     mean_score: float | None
     """Of the games it won."""
+    score_per_deal: float = 0.0
+    """Mean score over all its games, a lost game counting 0: what a player scores per deal dealt."""
+    games_per_core_s: float | None = None
+    """Games per second per worker process when the run was played (None if unknown)."""
 
 
 @dataclass(frozen=True)
@@ -194,7 +217,7 @@ class Pair:
     b: str
     """Label of run B."""
     games: int
-    """Joined games."""
+    """Games both runs played (the first `games` deals)."""
     wins_a: int
     """Games A won."""
     wins_b: int
@@ -232,7 +255,7 @@ class Comparison:
     seed: int
     """The runs' common seed."""
     n: int
-    """The runs' common number of games."""
+    """Deals every run played (games 0..n-1); the runs' common size unless their sizes differ."""
     deal_source: str
     """The runs' common deal source."""
     differs: tuple[str, ...]
@@ -240,19 +263,33 @@ class Comparison:
     notes: tuple[str, ...] = field(default=())
     """Lines printed above the tables (e.g. which runs were reused)."""
 
+    @property
+    def same_size(self) -> bool:
+        """Did every run play the same number of games?"""
+        return all(a.games == self.n for a in self.arms)
+
     def header(self) -> str:
         """The line above the tables: what the runs share and what they differ in."""
         differ = ", ".join(self.differs) if self.differs else "nothing but the directory"
-        return (f"Paired comparison on the same {self.n:,} deals (seed {self.seed}, {self.deal_source}); "
-                f"the runs differ in: {differ}")
+        if self.same_size:
+            return (f"Paired comparison on the same {self.n:,} deals (seed {self.seed}, {self.deal_source}); "
+                    f"the runs differ in: {differ}")
+        sizes = ", ".join(f"{a.label} {a.games:,}" for a in self.arms)
+        return (f"Paired comparison on the same deals (seed {self.seed}, {self.deal_source}), runs of different "
+                f"sizes ({sizes}): each run's figures are over its own games, each pair's over the deals both "
+                f"played; the runs differ in: {differ}")
 
     def tables(self) -> list[Table]:
         """The Runs table (one row per run) and the Pairs table (one row per pair)."""
         d = pct_digits(self.n)
-        arms = Table("Runs", ("run", "games", "wins", "win rate", "95% CI (Wilson)", "mean score"), tuple(
+        arms = Table("Runs", ("run", "games", "wins", "win rate", "95% CI (Wilson)", "mean score",
+                              "score per deal", "games/s per core"), tuple(
             (a.label, fmt_int(a.games), fmt_int(a.wins), fmt_pct(a.win_rate, d),
-             fmt_ci(a.win_rate_low, a.win_rate_high, d), fmt_num(a.mean_score)) for a in self.arms),
-            note="Mean score of the games the run won.")
+             fmt_ci(a.win_rate_low, a.win_rate_high, d), fmt_num(a.mean_score), fmt_num(a.score_per_deal),
+             _rate(a.games_per_core_s)) for a in self.arms),
+            note=("mean score: of the games the run won. score per deal: over all its games, a lost game "
+                  "counting 0. games/s per core: games per second per worker process when the run was played "
+                  "(its manifest's sessions; - when unknown, e.g. on Dask)."))
         pairs = Table("Pairs", ("A", "B", "games", "wins A", "wins B", "both", "A only", "B only", "pA - pB",
                                 "95% CI (paired)", "McNemar p", "score A - B", "95% CI"), tuple(
             (p.a, p.b, fmt_int(p.games), fmt_int(p.wins_a), fmt_int(p.wins_b), fmt_int(p.both), fmt_int(p.a_only),
@@ -310,6 +347,12 @@ def fmt_p(p: float) -> str:
     if p >= 0.001:
         return f"{p:.3f}"
     return "<1e-300" if p < 1e-300 else f"{p:.1e}"
+
+
+def _rate(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
 def _signed(x: float | None, digits: int = 2) -> str:
@@ -391,32 +434,62 @@ def _mean_interval(total: int, squares: int, count: int, z: float = Z95):
     return mean, mean - half, mean + half
 
 
+def _sums_by_pair(paths: list[str], sizes: list[int], batch: int) -> tuple[list[dict], dict]:
+    """Each run's sums over all its games, and each pair's over the games both played.
+
+    Runs of one size are joined in one pass; runs of different sizes pair by pair.
+    Returns ([{"wins", "score_sum"} per run], {(i, j): {"games", "both", "only_i", "only_j", "dsum", "dsq"}}).
+    """
+    k = len(paths)
+    if len(set(sizes)) == 1:
+        every = [paired_sums(paths, sizes[0], batch)]
+        index = {i: (0, i) for i in range(k)}
+        pair_index = {(i, j): (0, i, j) for i, j in itertools.combinations(range(k), 2)}
+    else:
+        every = [paired_sums([p], n, batch) for p, n in zip(paths, sizes)]
+        index = {i: (i, 0) for i in range(k)}
+        pair_index = {}
+        for i, j in itertools.combinations(range(k), 2):
+            every.append(paired_sums([paths[i], paths[j]], min(sizes[i], sizes[j]), batch))
+            pair_index[(i, j)] = (len(every) - 1, 0, 1)
+    runs = [{"wins": every[t][f"wins{c}"], "score_sum": every[t][f"score_sum{c}"]} for t, c in
+            (index[i] for i in range(k))]
+    pairs = {}
+    for (i, j), (t, a, b) in pair_index.items():
+        s = every[t]
+        pairs[(i, j)] = {"games": s["games"], "both": s[f"both{a}_{b}"], "only_i": s[f"only{a}_{b}"],
+                         "only_j": s[f"only{b}_{a}"], "dsum": s[f"dsum{a}_{b}"], "dsq": s[f"dsq{a}_{b}"],
+                         "wins_i": s[f"wins{a}"], "wins_j": s[f"wins{b}"]}
+    return runs, pairs
+
+
 def compare_runs(run_dirs, batch: int = BATCH, notes=()) -> Comparison:
     """Paired comparison of existing runs (UsageError if they cannot be paired: the message says why)."""
     infos = [run_info(d) for d in run_dirs]
     check_pairable(infos)
     names = labels(infos)
-    n = infos[0].n
-    s = paired_sums([i.path for i in infos], n, batch)
+    sizes = [i.n for i in infos]
+    run_sums, pair_sums = _sums_by_pair([i.path for i in infos], sizes, batch)
     arms = []
-    for i, (info, label) in enumerate(zip(infos, names)):
-        wins = s[f"wins{i}"]
+    for info, label, sums in zip(infos, names, run_sums):
+        n, wins = info.n, sums["wins"]
         low, high = wilson(wins, n)
         arms.append(Arm(label=label, path=info.path, policy=info.policy, rules=info.rules, games=n, wins=wins,
                         win_rate=wins / n, win_rate_low=low, win_rate_high=high,
-                        mean_score=s[f"score_sum{i}"] / wins if wins else None))
+                        mean_score=sums["score_sum"] / wins if wins else None,
+                        score_per_deal=sums["score_sum"] / n, games_per_core_s=info.games_per_core_s))
     pairs = []
-    for i, j in itertools.combinations(range(len(infos)), 2):
-        b, c, both = s[f"only{i}_{j}"], s[f"only{j}_{i}"], s[f"both{i}_{j}"]
+    for (i, j), s in pair_sums.items():
+        n, b, c, both = s["games"], s["only_i"], s["only_j"], s["both"]
         low, high = paired_difference_interval(n, b, c)
-        mean, mlo, mhi = _mean_interval(s[f"dsum{i}_{j}"], s[f"dsq{i}_{j}"], both)
-        pairs.append(Pair(a=names[i], b=names[j], games=n, wins_a=s[f"wins{i}"], wins_b=s[f"wins{j}"], both=both,
+        mean, mlo, mhi = _mean_interval(s["dsum"], s["dsq"], both)
+        pairs.append(Pair(a=names[i], b=names[j], games=n, wins_a=s["wins_i"], wins_b=s["wins_j"], both=both,
                           a_only=b, b_only=c, diff=(b - c) / n, diff_low=low, diff_high=high,
                           p_value=mcnemar_exact(b, c), score_diff=mean, score_diff_low=mlo, score_diff_high=mhi))
     if infos[0].kind == "solve":
         notes = [*notes, "solve runs: won = a winning line found (unresolved deals count as not won), "
                          "score = the best score found"]
-    return Comparison(arms=tuple(arms), pairs=tuple(pairs), seed=infos[0].seed, n=n,
+    return Comparison(arms=tuple(arms), pairs=tuple(pairs), seed=infos[0].seed, n=min(sizes),
                       deal_source=infos[0].deal_source, differs=tuple(differences(infos)), notes=tuple(notes))
 
 

@@ -54,6 +54,8 @@ FIGURE_CAPTIONS = {
     "score_distribution": "Share of games per score (a won game's score is the cards left in the stock); "
                           "the lost games on the right.",
     "cards_played": "Cards placed before the game ended, as a share of the won and of the lost games.",
+    "frontier": "Win rate (95% Wilson interval) against mean score per deal, a lost deal counting 0: up is "
+                "safer, right scores more.",
     "best_score": "Best score of each deal found by the solver: solid where it is proven best, hatched where "
                   "a better win may exist; outcome of every deal on the right.",
 }

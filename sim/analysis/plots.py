@@ -206,6 +206,36 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
     return fig
 
 
+def frontier_figure(labels, rates, lows, highs, per_deal, title: str, caption: str = ""):
+    """Win rate (95% interval) against mean score per deal (a lost deal counting 0), one point per run.
+
+    The two aims of play side by side: up is safer, right scores more.
+    Perfect information (the oracle) marks the corner no online player can pass.
+    """
+    import numpy as np
+
+    k = len(labels)
+    fig = _figure(7.5, 5.4)
+    ax = fig.subplots()
+    rates, lows, highs = (100 * np.asarray(v, float) for v in (rates, lows, highs))
+    x = np.asarray(per_deal, float)
+    for i in range(k):
+        ax.errorbar([x[i]], [rates[i]], yerr=[[rates[i] - lows[i]], [highs[i] - rates[i]]], fmt="o",
+                    capsize=4, color=_colour(i), markersize=7, label=str(labels[i]))
+        ax.annotate(f"{labels[i]}\n{_percent(rates[i])}, {x[i]:.2f}", (x[i], rates[i]), textcoords="offset points",
+                    xytext=(7, -4 if i % 2 else 4), ha="left", va="center", fontsize="x-small")
+    right = max(1.0, float(np.nanmax(x)) if k else 1.0)
+    ax.set_xlim(0, right * 1.22 + 0.5)
+    ax.set_ylim(0, 105)
+    ax.set_yticks(range(0, 101, 20))
+    ax.set_xlabel("mean score per deal (a lost deal counts 0)")
+    ax.set_ylabel("win rate, % (95% Wilson interval)")
+    ax.set_title(title, fontsize="medium")
+    ax.grid(alpha=0.3)
+    _caption(fig, caption)
+    return fig
+
+
 def paired_difference_figure(pairs, n: int, caption: str = ""):
     """Each pair's win-rate difference pA - pB and mean score difference (games both won), with 95% intervals.
 
@@ -251,7 +281,9 @@ def paired_difference_figure(pairs, n: int, caption: str = ""):
     ax.set_yticks(y, names, fontsize="small")
     ax.set_ylim(-0.6, k - 0.2)
     ax.set_xlabel("pA - pB, percentage points (95% paired CI)")
-    ax.set_title(f"Win-rate difference ({n:,} deals)", fontsize="medium")
+    sizes = {p.games for p in pairs}
+    deals = f"{sizes.pop():,} deals" if len(sizes) == 1 else "the deals both played"
+    ax.set_title(f"Win-rate difference ({deals})", fontsize="medium")
     ax2.set_xlabel("score A - B (95% CI)")
     ax2.set_title("Mean score difference (games both won)", fontsize="medium")
     _caption(fig, caption)
@@ -369,13 +401,18 @@ def compare_figures(comparison, reports) -> dict:
     labels = [a.label for a in arms]
     caption = comparison_caption(comparison)
     games = all(r is not None for r in reports)
+    deals = (f"the same {comparison.n:,} deals" if comparison.same_size
+             else "the same deals\n(" + ", ".join(f"{a.label} {a.games:,}" for a in arms) + ")")
     figures = {
         "win_rate": win_rate_figure(labels, [a.win_rate for a in arms], [a.win_rate_low for a in arms],
                                     [a.win_rate_high for a in arms], [a.mean_score for a in arms],
-                                    f"Win rate on the same {comparison.n:,} deals (95% Wilson interval)",
+                                    f"Win rate (95% Wilson interval) on {deals}",
                                     [r and r.score_mean_low for r in reports],
                                     [r and r.score_mean_high for r in reports], caption=caption),
         "paired_difference": paired_difference_figure(comparison.pairs, comparison.n, caption),
+        "frontier": frontier_figure(labels, [a.win_rate for a in arms], [a.win_rate_low for a in arms],
+                                    [a.win_rate_high for a in arms], [a.score_per_deal for a in arms],
+                                    f"Win rate against score per deal, on {deals}", caption=caption),
     }
     if games:
         figures["score_distribution"] = score_distribution_figure(reports, labels, overlay=True, caption=caption)
