@@ -6,6 +6,8 @@ tests/test_browser.py opens the same pages in headless Chromium.
 
 import json
 import re
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,8 +51,9 @@ def assert_self_contained(text: str) -> None:
 def test_the_replay_page_carries_the_game_sim_play_plays(policy, seed, game, args, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)  # the plugins are named by their path in the repository
     out = tmp_path / "replay.html"
-    res = cli.invoke(app, ["replay", "--seed", str(seed), "--game", str(game), "--policy", policy, *args,
-                           "--html", str(out)])
+    argv = ["replay", "--seed", str(seed), "--game", str(game), "--policy", policy, *args, "--html", str(out)]
+    monkeypatch.setattr(sys, "argv", ["sim", *argv])  # the command line the page records
+    res = cli.invoke(app, argv)
     assert res.exit_code == 0, res.output
     assert f"wrote {out}" in res.stderr and res.stdout.strip().splitlines()[-1].startswith("end: ")
     policy_args = dict(a.split("=", 1) for a in args[1::2])
@@ -66,7 +69,7 @@ def test_the_replay_page_carries_the_game_sim_play_plays(policy, seed, game, arg
     assert len(last["table"]) == expected.piles == last["piles"]
     assert sum(face for _, _, face, _ in last["table"]) == expected.face_down == last["faceDown"]
     assert expected.end in g["endText"] and (expected.score is None or f"Score {expected.score}" in g["endText"])
-    assert data["version"] == sim.__version__ and data["command"].startswith("sim ")
+    assert data["version"] == sim.__version__ and data["command"] == shlex.join(["sim", *argv])
     assert_self_contained(out.read_text())
 
 

@@ -1,10 +1,13 @@
 """`sim report`: its figures equal direct polars queries of the same Parquet; text, JSON, Markdown, PNG, HTML."""
 
 import base64
+import html
 import io
 import json
 import re
+import shlex
 import shutil
+import sys
 
 import polars as pl
 import pytest
@@ -92,8 +95,10 @@ def assert_real_png(data: bytes, min_size=(400, 250)):
 
 
 @pytest.mark.slow
-def test_png_and_html_of_several_runs(runs, tmp_path):
-    res = cli.invoke(app, ["report", *map(str, runs), "--png", str(tmp_path / "figs"), "--html", str(tmp_path / "r.html")])
+def test_png_and_html_of_several_runs(runs, tmp_path, monkeypatch):
+    argv = ["report", *map(str, runs), "--png", str(tmp_path / "figs"), "--html", str(tmp_path / "r.html")]
+    monkeypatch.setattr(sys, "argv", ["sim", *argv])  # the command line the page records
+    res = cli.invoke(app, argv)
     assert res.exit_code == 0, res.output
     assert "Runs" in res.stdout  # the overview table of several runs
     names = ("win_rate.png", "score_distribution.png", "cards_played.png", "paired_difference.png")
@@ -104,7 +109,7 @@ def test_png_and_html_of_several_runs(runs, tmp_path):
     r = load_report(runs[1])
     assert "<table>" in page and "Score distribution" in page and f"{r.wins:,}" in page and runs[1].name in page
     assert "Paired comparison" in page and "McNemar" in page and "(A only)" in page and "(B only)" in page
-    assert f"foursquare-sim {sim.__version__}" in page and "Made by <code>sim " in page  # version, command line
+    assert f"foursquare-sim {sim.__version__}" in page and f"Made by <code>{html.escape(shlex.join(['sim', *argv]))}</code>" in page
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert len(images) == 4
     for data in images:
