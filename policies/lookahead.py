@@ -28,8 +28,8 @@ from policies.heuristic import (
     nibble, stock_prefix,
 )
 from sim.kernels import (
-    CELLS, COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW, OCCUPIED,
-    RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN, RULE_MAX_PILE, SIDE, STATE_SIZE,
+    CELLS, COL_MASK, COL_OF, COL_OTHERS_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW, OCCUPIED,
+    RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_OTHERS_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN, RULE_MAX_PILE, SIDE, STATE_SIZE,
     STOCK, STOCK_LEFT, TOP, borrowed, draw, legal_cells, place, placement_flips, popcount, trailing_zeros,
 )
 
@@ -214,8 +214,38 @@ def _select(lo, hi, v_in, v_out, r):
     return v_in if lo <= r <= hi else v_out
 
 
+FLIPS = 9
+"""A line holds at most 4 piles, so its flip count (occupied - 2 * face-down) is -4..4."""
+
+
 @njit(cache=True)
-def _best_follow_ups(after, rules, prefix, weights, best, line_ups, line_fd_ups, line_lo, line_hi,
+def _line_table(prefix, weights, table):
+    """table[flip + 4, lo, hi]: `_line_value` of a line whose face-up range lo..hi holds the drawn rank."""
+    total = prefix[RANKS] - 1
+    for f in range(FLIPS):
+        flip = f - 4
+        for lo in range(1, RANKS + 1):
+            for hi in range(lo, RANKS + 1):
+                if total == 0:
+                    table[f, lo, hi] = 0.0
+                    continue
+                outside = prefix[lo - 1] + total + 1 - prefix[hi]
+                v = weights[F_RISK] * (flip * outside / total) + weights[F_SPREAD] * (hi - lo)
+                if outside == 0:
+                    v += weights[F_CLOSED]
+                table[f, lo, hi] = v
+
+
+@njit(cache=True, inline="always")
+def _range_or_empty(ups):
+    """(lo, hi) face-up ranks of a line; (RANKS + 1, 0) when it has none, so min/max with a rank give that rank."""
+    if ups == 0:
+        return RANKS + 1, 0
+    return trailing_zeros(ups) // RANK_SHIFT, (63 - leading_zeros(ups)) // RANK_SHIFT
+
+
+@njit(cache=True)
+def _best_follow_ups(after, rules, prefix, weights, table, best, line_ups, line_fd_ups, line_lo, line_hi,
                      line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out):
     """best[r] = the best leaf over the follow-up cells for each drawn rank r, to within `_margin`."""
     _prepare(after, prefix, weights, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out,
@@ -224,8 +254,11 @@ def _best_follow_ups(after, rules, prefix, weights, best, line_ups, line_fd_ups,
         best[r] = LEAF_LOSS
     occ = after[OCCUPIED]
     fd = after[FACE_DOWN]
+    up = occ & ~fd
     grid = rules[RULE_GRID]
     max_fd = rules[RULE_MAX_FACE_DOWN]
+    status = np.empty(4, np.int64)  # per fired pattern (row | col << 1): 0 goes on, 1 loses, 2 wins
+    globals_ = np.empty(4, np.float64)
     m = legal_cells(after, rules)
     while m:
         cell = trailing_zeros(m)
@@ -245,31 +278,56 @@ def _best_follow_ups(after, rules, prefix, weights, best, line_ups, line_fd_ups,
                 own_down = nibble(after[TOP + cell])
             else:
                 own_up = nibble(after[TOP + cell])
-        row_mask = ROW_MASK[row]
-        col_mask = COL_MASK[col - SIDE]
+        row_others = ROW_OTHERS_OF[cell] & occ
+        col_others = COL_OTHERS_OF[cell] & occ
+        # The placed card's lines: face-up range of the others that stay up (no check) or come up (check).
+        row_lo0, row_hi0 = _range_or_empty(line_ups[row] - own_up)
+        row_lo1, row_hi1 = _range_or_empty(line_fd_ups[row] - own_down)
+        col_lo0, col_hi0 = _range_or_empty(line_ups[col] - own_up)
+        col_lo1, col_hi1 = _range_or_empty(line_fd_ups[col] - own_down)
+        row_n = 1 + popcount(row_others)
+        col_n = 1 + popcount(col_others)
+        row_f0 = row_n - 2 * popcount(row_others & fd) + 4
+        row_f1 = row_n - 2 * popcount(row_others & up) + 4
+        col_f0 = col_n - 2 * popcount(col_others & fd) + 4
+        col_f1 = col_n - 2 * popcount(col_others & up) + 4
         opened = weights[F_TO_OPEN] * (grid * grid - piles)
-        for r in range(1, RANKS + 1):
-            if after[STOCK + r] == 0:
-                continue
-            fired, turn = placement_flips(after, cell, r)
+        for p in range(4):
+            turn = (row_others if p & 1 else 0) | (col_others if p & 2 else 0)
             fd2 = (fd & ~bit) ^ turn
             n_fd = popcount(fd2)
             if n_fd > max_fd:
+                status[p] = 1
+            elif piles == grid * grid and n_fd == 0:
+                status[p] = 2
+            else:
+                status[p] = 0
+                globals_[p] = (weights[F_FACE_DOWN] * n_fd + opened + weights[F_FULL_UP] * popcount(full2 & ~fd2)
+                               + weights[F_FULL_DOWN] * popcount(full2 & fd2))
+        for r in range(1, RANKS + 1):
+            if after[STOCK + r] == 0:
+                continue
+            row_fires = r < row_lo0 or r > row_hi0
+            col_fires = r < col_lo0 or r > col_hi0
+            p = (1 if row_fires else 0) | (2 if col_fires else 0)
+            if status[p] == 1:
                 continue  # LEAF_LOSS, best's floor
-            if piles == grid * grid and n_fd == 0:
+            if status[p] == 2:
                 best[r] = LEAF_WIN
                 continue
-            v = (weights[F_FACE_DOWN] * n_fd + opened + weights[F_FULL_UP] * popcount(full2 & ~fd2)
-                 + weights[F_FULL_DOWN] * popcount(full2 & fd2))
-            n = nibble(r)
-            row_ups = (line_fd_ups[row] - own_down if fired & 1 else line_ups[row] - own_up) + n
-            col_ups = (line_fd_ups[col] - own_down if fired & 2 else line_ups[col] - own_up) + n
-            v += (base[r]
-                  - _select(line_lo[row], line_hi[row], line_in[row], line_out[row], r)
-                  - _select(line_lo[col], line_hi[col], line_in[col], line_out[col], r)
-                  + _line_value(row_ups, occ2 & row_mask, fd2 & row_mask, prefix, r, weights)
-                  + _line_value(col_ups, occ2 & col_mask, fd2 & col_mask, prefix, r, weights))
-            t = turn
+            if row_fires:
+                new_row = table[row_f1, min(row_lo1, r), max(row_hi1, r)]
+            else:
+                new_row = table[row_f0, min(row_lo0, r), max(row_hi0, r)]
+            if col_fires:
+                new_col = table[col_f1, min(col_lo1, r), max(col_hi1, r)]
+            else:
+                new_col = table[col_f0, min(col_lo0, r), max(col_hi0, r)]
+            v = globals_[p] + (base[r]
+                               - _select(line_lo[row], line_hi[row], line_in[row], line_out[row], r)
+                               - _select(line_lo[col], line_hi[col], line_in[col], line_out[col], r)
+                               + new_row + new_col)
+            t = (row_others if row_fires else 0) | (col_others if col_fires else 0)
             while t:
                 x = trailing_zeros(t)
                 t &= t - 1
@@ -327,6 +385,8 @@ def choose(state, rules, card, legal, rng, params):
     flip_in = np.empty(2 * CELLS, np.float64)
     flip_out = np.empty(2 * CELLS, np.float64)
     estimate = np.empty(CELLS, np.float64)
+    table = np.empty((FLIPS, RANKS + 1, RANKS + 1), np.float64)
+    _line_table(prefix, params, table)
     top = -np.inf
     for i in range(n_roots):
         if values[i] <= LOSS:
@@ -334,7 +394,7 @@ def choose(state, rules, card, legal, rng, params):
             continue
         after[:] = state
         place(after, rules, roots[i], card)
-        _best_follow_ups(after, rules, prefix, params, best, line_ups, line_fd_ups, line_lo, line_hi,
+        _best_follow_ups(after, rules, prefix, params, table, best, line_ups, line_fd_ups, line_lo, line_hi,
                          line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out)
         ev = 0.0
         for r in range(1, RANKS + 1):
