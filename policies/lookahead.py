@@ -28,9 +28,10 @@ from policies.heuristic import (
     nibble, stock_prefix,
 )
 from sim.kernels import (
-    CELLS, COL_MASK, COL_OF, COL_OTHERS_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW, OCCUPIED,
-    RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_OTHERS_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN, RULE_MAX_PILE, SIDE, STATE_SIZE,
-    STOCK, STOCK_LEFT, TOP, borrowed, draw, legal_cells, place, placement_flips, popcount, trailing_zeros,
+    CELLS, COL_MASK, COL_OF, COL_OTHERS_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW,
+    OCCUPIED, RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_OTHERS_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN,
+    RULE_MAX_PILE, SIDE, STATE_SIZE, STOCK, STOCK_LEFT, TOP, borrowed, draw, legal_cells, place, popcount,
+    trailing_zeros,
 )
 
 DESCRIPTION = "Expectimax one card ahead over the stock's ranks, heuristic at the leaves."
@@ -104,14 +105,29 @@ def choose_exhaustive(state, rules, card, legal, rng, params):
 
 
 # --- the fast path ------------------------------------------------------------------------------
+#
+# A leaf's value is a sum over cells (face-down, piles, full piles) and over lines (risk, spread,
+# closed). Placing rank r on cell c changes c's row and column, and, when a check fires, the
+# lines crossing the cells it turns (each holds exactly one of them); every other line keeps
+# its value, which depends on r only through whether r is inside its face-up range (drawing r
+# takes one card out of its outside exactly when r is outside). So a position's tables
+# (`_prepare`) make each leaf a handful of lookups (`_best_follow_ups`), and the same tables
+# give an upper bound on each cell's expectation (`_bound`) that skips most cells.
+
+FLIPS = 9
+"""A line holds at most 4 piles, so its flip count (occupied - 2 * face-down) is -4..4: index flip + 4."""
+NONE_LO = RANKS + 1
+"""The range (NONE_LO, 0) of a line without face-up tops: min/max with a rank r give (r, r)."""
+NO_UPS = 0
+"""table[.., NO_UPS, NO_UPS]: the value of a line whose tops are all face down."""
 
 
 @njit(cache=True)
 def _margin(weights):
-    """A bound, with room to spare, on how far `_leaf_fast`'s rounding can stray from `evaluate`'s.
+    """A bound, with room to spare, on how far this section's sums can stray from `evaluate`'s.
 
     Every feature is at most 200 in size and a leaf sums fewer than 100
-    rounded terms, so the error is below 100 * 2**-52 * 200 * sum|w|.
+    rounded terms, so rounding errs by less than 100 * 2**-52 * 200 * sum|w|.
     """
     s = 1.0
     for i in range(weights.shape[0]):
@@ -119,56 +135,81 @@ def _margin(weights):
     return 1e-8 * 200.0 * s
 
 
-@njit(cache=True, inline="always")
-def _line_value(ups, occ, fd, prefix, r, weights):
-    """A line's weighted (risk, spread, closed) once rank r is drawn (heuristic.line_terms, summed).
+@njit(cache=True)
+def _line_tables(prefix, weights, table):
+    """Line values for this turn's stock (`prefix`, before the next card r is drawn).
 
-    `prefix` is the stock's before r is drawn: drawing r takes one card
-    out of the line's outside exactly when r is outside its face-up range.
+    table[out, flip + 4, lo, hi]: weighted (risk, spread, closed) of a line
+    with face-up range lo..hi, once r is drawn inside it (out=0) or outside
+    (out=1); table[., f, NO_UPS, NO_UPS] for a line with no face-up top.
     """
-    n_occ = popcount(occ)
-    if n_occ == 0:
-        return 0.0
     total = prefix[RANKS] - 1
-    if total == 0:
-        return 0.0
-    flip = n_occ - 2 * popcount(fd)
-    if ups == 0:
-        return weights[F_RISK] * flip
-    lo = trailing_zeros(ups) // RANK_SHIFT
-    hi = (63 - leading_zeros(ups)) // RANK_SHIFT
-    outside = prefix[lo - 1] + total + 1 - prefix[hi]
-    if r < lo or r > hi:
-        outside -= 1
-    v = weights[F_RISK] * (flip * outside / total) + weights[F_SPREAD] * (hi - lo)
-    if outside == 0:
-        v += weights[F_CLOSED]
-    return v
+    scale = 0.0 if total == 0 else 1.0 / total
+    for f in range(FLIPS):
+        flip = f - 4
+        for out in range(2):
+            table[out, f, NO_UPS, NO_UPS] = weights[F_RISK] * flip if total > 0 else 0.0
+            for lo in range(1, RANKS + 1):
+                for hi in range(lo, RANKS + 1):
+                    outside = prefix[lo - 1] + total + 1 - prefix[hi] - out
+                    v = weights[F_RISK] * (flip * outside * scale) + weights[F_SPREAD] * (hi - lo)
+                    if outside == 0:
+                        v += weights[F_CLOSED]
+                    table[out, f, lo, hi] = v if total > 0 else 0.0
 
 
 @njit(cache=True, inline="always")
 def _range(ups):
-    """(lo, hi) face-up ranks of a line; (0, RANKS + 1) when it has none (every r counts as inside)."""
+    """(lo, hi) face-up ranks of a line, (NONE_LO, 0) without any."""
     if ups == 0:
-        return 0, RANKS + 1
+        return NONE_LO, 0
     return trailing_zeros(ups) // RANK_SHIFT, (63 - leading_zeros(ups)) // RANK_SHIFT
 
 
-@njit(cache=True)
-def _prepare(after, prefix, weights, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out,
-             base, flip_lo, flip_hi, flip_in, flip_out):
-    """Per-position tables for `_leaf_fast`.
+@njit(cache=True, inline="always")
+def _values(table, ups, occ, fd):
+    """(value with r inside the range, value with r outside, lo, hi) of a line; (0, 0, ..) when empty."""
+    lo, hi = _range(ups)
+    n_occ = popcount(occ)
+    if n_occ == 0:
+        return 0.0, 0.0, lo, hi
+    f = n_occ - 2 * popcount(fd) + 4
+    if ups == 0:
+        return table[0, f, NO_UPS, NO_UPS], table[1, f, NO_UPS, NO_UPS], lo, hi
+    return table[0, f, lo, hi], table[1, f, lo, hi], lo, hi
 
-    For each line: its face-up and face-down packed ranks, range and value
-    when the drawn rank is inside or outside the range; base[r], the sum of
-    the line values once r is drawn; and for each occupied cell x and its
-    row (slot 2x) and column (2x + 1), the range and values of that line
-    with x turned over.
+
+@njit(cache=True, inline="always")
+def _select(lo, hi, v_in, v_out, r):
+    """A line's value once r is drawn; a line without face-up tops (lo > hi) has v_in == v_out."""
+    return v_in if lo <= r <= hi else v_out
+
+
+@njit(cache=True)
+def _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
+             flip_lo, flip_hi, flip_in, flip_out, flip_gain):
+    """The position's tables, for `_bound` and `_best_follow_ups`.
+
+    Per line k (rows 0..6, columns 7..13): packed face-up and face-down
+    ranks, face-up range, values with r inside and outside it; base[r],
+    the sum over the lines once r is drawn; per occupied cell x and its row
+    (slot 2x) or column (2x + 1): that line's range and values with x
+    turned over, and flip_gain, the most that turning x adds to the line.
     """
+    after, table, base = borrowed(after), borrowed(table), borrowed(base)
+    line_ups, line_fd_ups, line_lo, line_hi = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_lo), borrowed(line_hi)
+    line_in, line_out = borrowed(line_in), borrowed(line_out)
+    flip_lo, flip_hi, flip_in, flip_out = borrowed(flip_lo), borrowed(flip_hi), borrowed(flip_in), borrowed(flip_out)
+    flip_gain = borrowed(flip_gain)
     occ = after[OCCUPIED]
     fd = after[FACE_DOWN]
-    for k in range(LINES):
+    for k in range(2 * SIDE):
         line_fd_ups[k] = 0
+        line_ups[k] = 0
+        line_lo[k] = NONE_LO
+        line_hi[k] = 0
+        line_in[k] = 0.0
+        line_out[k] = 0.0
     m = fd & occ
     while m:
         x = trailing_zeros(m)
@@ -176,20 +217,26 @@ def _prepare(after, prefix, weights, line_ups, line_fd_ups, line_lo, line_hi, li
         n = nibble(after[TOP + x])
         line_fd_ups[ROW_OF[x]] += n
         line_fd_ups[SIDE + COL_OF[x]] += n
-    for k in range(LINES):
-        mask = ROW_MASK[k] if k < SIDE else COL_MASK[k - SIDE]
-        ups = after[ROW_UPS + k] if k < SIDE else after[COL_UPS + k - SIDE]
-        line_ups[k] = ups
-        lo, hi = _range(ups)
-        line_lo[k] = lo
-        line_hi[k] = hi
-        line_in[k] = _line_value(ups, occ & mask, fd & mask, prefix, lo, weights)
-        line_out[k] = _line_value(ups, occ & mask, fd & mask, prefix, 0, weights)
+    out_sum = 0.0
     for r in range(1, RANKS + 1):
-        s = 0.0
-        for k in range(LINES):
-            s += line_in[k] if line_lo[k] <= r <= line_hi[k] else line_out[k]
-        base[r] = s
+        base[r] = 0.0
+    for j in range(2):
+        first = after[MIN_ROW] if j == 0 else SIDE + after[MIN_COL]
+        last = after[MAX_ROW] if j == 0 else SIDE + after[MAX_COL]
+        for k in range(first, last + 1):
+            mask = ROW_MASK[k] if j == 0 else COL_MASK[k - SIDE]
+            ups = after[ROW_UPS + k] if j == 0 else after[COL_UPS + k - SIDE]
+            line_ups[k] = ups
+            v_in, v_out, lo, hi = _values(table, ups, occ & mask, fd & mask)
+            line_lo[k] = lo
+            line_hi[k] = hi
+            line_in[k] = v_in
+            line_out[k] = v_out
+            out_sum += v_out
+            for r in range(lo, hi + 1):
+                base[r] += v_in - v_out
+    for r in range(1, RANKS + 1):
+        base[r] += out_sum
     m = occ
     while m:
         x = trailing_zeros(m)
@@ -199,111 +246,112 @@ def _prepare(after, prefix, weights, line_ups, line_fd_ups, line_lo, line_hi, li
         delta = n if fd & bit else -n
         for j in range(2):
             k = ROW_OF[x] if j == 0 else SIDE + COL_OF[x]
-            mask = ROW_MASK[k] if k < SIDE else COL_MASK[k - SIDE]
-            ups = line_ups[k] + delta
-            lo, hi = _range(ups)
+            mask = ROW_MASK[k] if j == 0 else COL_MASK[k - SIDE]
+            v_in, v_out, lo, hi = _values(table, line_ups[k] + delta, occ & mask, (fd ^ bit) & mask)
             s = 2 * x + j
             flip_lo[s] = lo
             flip_hi[s] = hi
-            flip_in[s] = _line_value(ups, occ & mask, (fd ^ bit) & mask, prefix, lo, weights)
-            flip_out[s] = _line_value(ups, occ & mask, (fd ^ bit) & mask, prefix, 0, weights)
+            flip_in[s] = v_in
+            flip_out[s] = v_out
+            flip_gain[s] = max(v_in, v_out) - min(line_in[k], line_out[k])
 
 
 @njit(cache=True, inline="always")
-def _select(lo, hi, v_in, v_out, r):
-    return v_in if lo <= r <= hi else v_out
+def _cell_setup(after, rules, weights, table, cell, line_ups, line_fd_ups, status, cell_value):
+    """What a follow-up on `cell` does under each fired pattern p = row | col << 1.
 
-
-FLIPS = 9
-"""A line holds at most 4 piles, so its flip count (occupied - 2 * face-down) is -4..4."""
-
-
-@njit(cache=True)
-def _line_table(prefix, weights, table):
-    """table[flip + 4, lo, hi]: `_line_value` of a line whose face-up range lo..hi holds the drawn rank."""
-    total = prefix[RANKS] - 1
-    for f in range(FLIPS):
-        flip = f - 4
-        for lo in range(1, RANKS + 1):
-            for hi in range(lo, RANKS + 1):
-                if total == 0:
-                    table[f, lo, hi] = 0.0
-                    continue
-                outside = prefix[lo - 1] + total + 1 - prefix[hi]
-                v = weights[F_RISK] * (flip * outside / total) + weights[F_SPREAD] * (hi - lo)
-                if outside == 0:
-                    v += weights[F_CLOSED]
-                table[f, lo, hi] = v
-
-
-@njit(cache=True, inline="always")
-def _range_or_empty(ups):
-    """(lo, hi) face-up ranks of a line; (RANKS + 1, 0) when it has none, so min/max with a rank give that rank."""
-    if ups == 0:
-        return RANKS + 1, 0
-    return trailing_zeros(ups) // RANK_SHIFT, (63 - leading_zeros(ups)) // RANK_SHIFT
-
-
-@njit(cache=True)
-def _best_follow_ups(after, rules, prefix, weights, table, best, line_ups, line_fd_ups, line_lo, line_hi,
-                     line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out):
-    """best[r] = the best leaf over the follow-up cells for each drawn rank r, to within `_margin`."""
-    _prepare(after, prefix, weights, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out,
-             base, flip_lo, flip_hi, flip_in, flip_out)
-    for r in range(1, RANKS + 1):
-        best[r] = LEAF_LOSS
+    status[p]: 0 the game goes on, 1 it is lost, 2 it is won; cell_value[p]:
+    the weighted cell features (face-down, piles to open, full piles).
+    Returns the face-up ranges and flip indices of the cell's row and column
+    without (0) and with (1) its check, and the others each check turns.
+    """
     occ = after[OCCUPIED]
     fd = after[FACE_DOWN]
-    up = occ & ~fd
+    bit = np.int64(1) << cell
+    row = ROW_OF[cell]
+    col = SIDE + COL_OF[cell]
     grid = rules[RULE_GRID]
-    max_fd = rules[RULE_MAX_FACE_DOWN]
-    status = np.empty(4, np.int64)  # per fired pattern (row | col << 1): 0 goes on, 1 loses, 2 wins
-    globals_ = np.empty(4, np.float64)
+    piles = popcount(occ | bit)
+    full2 = after[FULL]
+    if after[HEIGHT + cell] + 1 >= rules[RULE_MAX_PILE]:
+        full2 |= bit
+    own_up = np.int64(0)
+    own_down = np.int64(0)
+    if occ & bit:
+        if fd & bit:
+            own_down = nibble(after[TOP + cell])
+        else:
+            own_up = nibble(after[TOP + cell])
+    row_others = ROW_OTHERS_OF[cell] & occ
+    col_others = COL_OTHERS_OF[cell] & occ
+    row_lo0, row_hi0 = _range(line_ups[row] - own_up)
+    row_lo1, row_hi1 = _range(line_fd_ups[row] - own_down)
+    col_lo0, col_hi0 = _range(line_ups[col] - own_up)
+    col_lo1, col_hi1 = _range(line_fd_ups[col] - own_down)
+    up = occ & ~fd
+    row_n = 1 + popcount(row_others)
+    col_n = 1 + popcount(col_others)
+    row_f0 = row_n - 2 * popcount(row_others & fd) + 4
+    row_f1 = row_n - 2 * popcount(row_others & up) + 4
+    col_f0 = col_n - 2 * popcount(col_others & fd) + 4
+    col_f1 = col_n - 2 * popcount(col_others & up) + 4
+    opened = weights[F_TO_OPEN] * (grid * grid - piles)
+    for p in range(4):
+        turn = (row_others if p & 1 else 0) | (col_others if p & 2 else 0)
+        fd2 = (fd & ~bit) ^ turn
+        n_fd = popcount(fd2)
+        if n_fd > rules[RULE_MAX_FACE_DOWN]:
+            status[p] = 1
+        elif piles == grid * grid and n_fd == 0:
+            status[p] = 2
+        else:
+            status[p] = 0
+        cell_value[p] = (weights[F_FACE_DOWN] * n_fd + opened + weights[F_FULL_UP] * popcount(full2 & ~fd2)
+                         + weights[F_FULL_DOWN] * popcount(full2 & fd2))
+    return (row_lo0, row_hi0, row_lo1, row_hi1, row_f0, row_f1, col_lo0, col_hi0, col_lo1, col_hi1,
+            col_f0, col_f1, row_others, col_others)
+
+
+@njit(cache=True)
+def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_lo, line_hi,
+                     line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status, cell_value):
+    """best[r] = the best leaf over the follow-up cells once rank r is drawn, to within `_margin`.
+
+    Each leaf is first bounded from above with every turned cell's line
+    counted at its flip_gain; only a bound above the best so far pays for
+    those lines' exact values.
+    """
+    # Uncounted views (see sim.kernels.borrowed): the caller keeps every array alive.
+    after, rules, weights, table, best = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table), borrowed(best)
+    line_ups, line_fd_ups, line_lo, line_hi = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_lo), borrowed(line_hi)
+    line_in, line_out, base = borrowed(line_in), borrowed(line_out), borrowed(base)
+    flip_lo, flip_hi, flip_in, flip_out = borrowed(flip_lo), borrowed(flip_hi), borrowed(flip_in), borrowed(flip_out)
+    flip_gain, status, cell_value = borrowed(flip_gain), borrowed(status), borrowed(cell_value)
+    for r in range(1, RANKS + 1):
+        best[r] = LEAF_LOSS
     m = legal_cells(after, rules)
     while m:
         cell = trailing_zeros(m)
         m &= m - 1
-        bit = np.int64(1) << cell
         row = ROW_OF[cell]
         col = SIDE + COL_OF[cell]
-        occ2 = occ | bit
-        piles = popcount(occ2)
-        full2 = after[FULL]
-        if after[HEIGHT + cell] + 1 >= rules[RULE_MAX_PILE]:
-            full2 |= bit
-        own_up = np.int64(0)
-        own_down = np.int64(0)
-        if occ & bit:
-            if fd & bit:
-                own_down = nibble(after[TOP + cell])
-            else:
-                own_up = nibble(after[TOP + cell])
-        row_others = ROW_OTHERS_OF[cell] & occ
-        col_others = COL_OTHERS_OF[cell] & occ
-        # The placed card's lines: face-up range of the others that stay up (no check) or come up (check).
-        row_lo0, row_hi0 = _range_or_empty(line_ups[row] - own_up)
-        row_lo1, row_hi1 = _range_or_empty(line_fd_ups[row] - own_down)
-        col_lo0, col_hi0 = _range_or_empty(line_ups[col] - own_up)
-        col_lo1, col_hi1 = _range_or_empty(line_fd_ups[col] - own_down)
-        row_n = 1 + popcount(row_others)
-        col_n = 1 + popcount(col_others)
-        row_f0 = row_n - 2 * popcount(row_others & fd) + 4
-        row_f1 = row_n - 2 * popcount(row_others & up) + 4
-        col_f0 = col_n - 2 * popcount(col_others & fd) + 4
-        col_f1 = col_n - 2 * popcount(col_others & up) + 4
-        opened = weights[F_TO_OPEN] * (grid * grid - piles)
-        for p in range(4):
-            turn = (row_others if p & 1 else 0) | (col_others if p & 2 else 0)
-            fd2 = (fd & ~bit) ^ turn
-            n_fd = popcount(fd2)
-            if n_fd > max_fd:
-                status[p] = 1
-            elif piles == grid * grid and n_fd == 0:
-                status[p] = 2
-            else:
-                status[p] = 0
-                globals_[p] = (weights[F_FACE_DOWN] * n_fd + opened + weights[F_FULL_UP] * popcount(full2 & ~fd2)
-                               + weights[F_FULL_DOWN] * popcount(full2 & fd2))
+        (row_lo0, row_hi0, row_lo1, row_hi1, row_f0, row_f1, col_lo0, col_hi0, col_lo1, col_hi1,
+         col_f0, col_f1, row_others, col_others) = _cell_setup(
+            after, rules, weights, table, cell, line_ups, line_fd_ups, status, cell_value)
+        row_stays = table[0, row_f0, row_lo0, row_hi0]
+        col_stays = table[0, col_f0, col_lo0, col_hi0]
+        row_gain = 0.0
+        t = row_others
+        while t:
+            x = trailing_zeros(t)
+            t &= t - 1
+            row_gain += flip_gain[2 * x + 1]
+        col_gain = 0.0
+        t = col_others
+        while t:
+            x = trailing_zeros(t)
+            t &= t - 1
+            col_gain += flip_gain[2 * x]
         for r in range(1, RANKS + 1):
             if after[STOCK + r] == 0:
                 continue
@@ -315,18 +363,14 @@ def _best_follow_ups(after, rules, prefix, weights, table, best, line_ups, line_
             if status[p] == 2:
                 best[r] = LEAF_WIN
                 continue
-            if row_fires:
-                new_row = table[row_f1, min(row_lo1, r), max(row_hi1, r)]
-            else:
-                new_row = table[row_f0, min(row_lo0, r), max(row_hi0, r)]
-            if col_fires:
-                new_col = table[col_f1, min(col_lo1, r), max(col_hi1, r)]
-            else:
-                new_col = table[col_f0, min(col_lo0, r), max(col_hi0, r)]
-            v = globals_[p] + (base[r]
-                               - _select(line_lo[row], line_hi[row], line_in[row], line_out[row], r)
-                               - _select(line_lo[col], line_hi[col], line_in[col], line_out[col], r)
-                               + new_row + new_col)
+            v = cell_value[p] + (base[r]
+                                 - _select(line_lo[row], line_hi[row], line_in[row], line_out[row], r)
+                                 - _select(line_lo[col], line_hi[col], line_in[col], line_out[col], r))
+            v += table[0, row_f1, min(row_lo1, r), max(row_hi1, r)] if row_fires else row_stays
+            v += table[0, col_f1, min(col_lo1, r), max(col_hi1, r)] if col_fires else col_stays
+            gain = (row_gain if row_fires else 0.0) + (col_gain if col_fires else 0.0)
+            if v + gain <= best[r]:
+                continue
             t = (row_others if row_fires else 0) | (col_others if col_fires else 0)
             while t:
                 x = trailing_zeros(t)
@@ -364,38 +408,44 @@ def choose(state, rules, card, legal, rng, params):
     total = state[STOCK_LEFT]
     if total == 0:  # no next card: the evaluation itself, lowest cell among equals
         best_cell = roots[0]
-        best = values[0]
+        best_value = values[0]
         for i in range(1, n_roots):
-            if values[i] > best:
-                best = values[i]
+            if values[i] > best_value:
+                best_value = values[i]
                 best_cell = roots[i]
         return best_cell
 
     after = np.empty(STATE_SIZE, np.int64)
+    table = np.empty((2, FLIPS, NONE_LO + 1, RANKS + 1), np.float64)
+    _line_tables(prefix, params, table)
     best = np.empty(RANKS + 1, np.float64)
-    line_ups = np.empty(LINES, np.int64)
-    line_fd_ups = np.empty(LINES, np.int64)
-    line_lo = np.empty(LINES, np.int64)
-    line_hi = np.empty(LINES, np.int64)
-    line_in = np.empty(LINES, np.float64)
-    line_out = np.empty(LINES, np.float64)
+    line_ups = np.empty(2 * SIDE, np.int64)
+    line_fd_ups = np.empty(2 * SIDE, np.int64)
+    line_lo = np.empty(2 * SIDE, np.int64)
+    line_hi = np.empty(2 * SIDE, np.int64)
+    line_in = np.empty(2 * SIDE, np.float64)
+    line_out = np.empty(2 * SIDE, np.float64)
     base = np.empty(RANKS + 1, np.float64)
     flip_lo = np.empty(2 * CELLS, np.int64)
     flip_hi = np.empty(2 * CELLS, np.int64)
     flip_in = np.empty(2 * CELLS, np.float64)
     flip_out = np.empty(2 * CELLS, np.float64)
-    estimate = np.empty(CELLS, np.float64)
-    table = np.empty((FLIPS, RANKS + 1, RANKS + 1), np.float64)
-    _line_table(prefix, params, table)
+    flip_gain = np.empty(2 * CELLS, np.float64)
+    status = np.empty(4, np.int64)
+    cell_value = np.empty(4, np.float64)
+    margin = _margin(params)
+    estimate = np.full(CELLS, -np.inf)
     top = -np.inf
     for i in range(n_roots):
         if values[i] <= LOSS:
-            estimate[i] = values[i]
             continue
         after[:] = state
         place(after, rules, roots[i], card)
-        _best_follow_ups(after, rules, prefix, params, table, best, line_ups, line_fd_ups, line_lo, line_hi,
-                         line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out)
+        _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
+                 flip_lo, flip_hi, flip_in, flip_out, flip_gain)
+        _best_follow_ups(after, rules, params, table, best, line_ups, line_fd_ups, line_lo, line_hi,
+                         line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status,
+                         cell_value)
         ev = 0.0
         for r in range(1, RANKS + 1):
             ev += after[STOCK + r] * best[r]
@@ -403,21 +453,21 @@ def choose(state, rules, card, legal, rng, params):
         top = max(top, estimate[i])
     if top == -np.inf:  # every cell loses at once
         return roots[0]
-    # Settle the cells that may be best exactly, lowest cell first among equals.
-    margin = _margin(params)
-    exact_prefix = np.empty(RANKS + 1, np.int64)
-    best_cell = -1
-    best_value = -np.inf
+    # Settle the cells within 2 margins of the best estimate with the exact expectation, lowest
+    # cell first among equals (every other cell is below each of them).
     n_close = 0
+    best_cell = -1
     for i in range(n_roots):
-        if values[i] > LOSS and estimate[i] >= top - 2 * margin:
+        if estimate[i] >= top - 2 * margin:
             n_close += 1
             best_cell = roots[i]
     if n_close == 1:
         return best_cell
+    exact_prefix = np.empty(RANKS + 1, np.int64)
     best_cell = -1
+    best_value = -np.inf
     for i in range(n_roots):
-        if values[i] > LOSS and estimate[i] >= top - 2 * margin:
+        if estimate[i] >= top - 2 * margin:
             after[:] = state
             place(after, rules, roots[i], card)
             v = expected_value(after, rules, params, exact_prefix)
