@@ -314,12 +314,14 @@ def _cell_setup(after, rules, weights, table, cell, line_ups, line_fd_ups, statu
 
 @njit(cache=True)
 def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_lo, line_hi,
-                     line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status, cell_value):
+                     line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status, cell_value,
+                     floor, near):
     """best[r] = the best leaf over the follow-up cells once rank r is drawn, to within `_margin`.
 
     Each leaf is first bounded from above with every turned cell's line
     counted at its flip_gain; only a bound above the best so far pays for
-    those lines' exact values.
+    those lines' exact values. With floor[0] set, near[r] also gets the
+    mask of the cells whose leaf reaches floor[r].
     """
     # Uncounted views (see sim.kernels.borrowed): the caller keeps every array alive.
     after, rules, weights, table, best = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table), borrowed(best)
@@ -327,8 +329,11 @@ def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, 
     line_in, line_out, base = borrowed(line_in), borrowed(line_out), borrowed(base)
     flip_lo, flip_hi, flip_in, flip_out = borrowed(flip_lo), borrowed(flip_hi), borrowed(flip_in), borrowed(flip_out)
     flip_gain, status, cell_value = borrowed(flip_gain), borrowed(status), borrowed(cell_value)
+    floor, near = borrowed(floor), borrowed(near)
+    record = floor[0] != 0.0
     for r in range(1, RANKS + 1):
         best[r] = LEAF_LOSS
+        near[r] = 0
     m = legal_cells(after, rules)
     while m:
         cell = trailing_zeros(m)
@@ -362,6 +367,7 @@ def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, 
                 continue  # LEAF_LOSS, best's floor
             if status[p] == 2:
                 best[r] = LEAF_WIN
+                near[r] |= np.int64(1) << cell
                 continue
             v = cell_value[p] + (base[r]
                                  - _select(line_lo[row], line_hi[row], line_in[row], line_out[row], r)
@@ -369,7 +375,8 @@ def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, 
             v += table[0, row_f1, min(row_lo1, r), max(row_hi1, r)] if row_fires else row_stays
             v += table[0, col_f1, min(col_lo1, r), max(col_hi1, r)] if col_fires else col_stays
             gain = (row_gain if row_fires else 0.0) + (col_gain if col_fires else 0.0)
-            if v + gain <= best[r]:
+            threshold = floor[r] if record else best[r]
+            if v + gain < threshold:
                 continue
             t = (row_others if row_fires else 0) | (col_others if col_fires else 0)
             while t:
@@ -384,6 +391,37 @@ def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, 
             v = _leaf(v)
             if v > best[r]:
                 best[r] = v
+            if record and v >= threshold:
+                near[r] |= np.int64(1) << cell
+
+
+@njit(cache=True)
+def _exact_expectation(after, rules, weights, prefix, near):
+    """`expected_value`, with each rank's best taken over the cells of near[r] only.
+
+    Exact (the same operations in the same order) when near[r] holds every
+    cell that can be the best for r.
+    """
+    total = after[STOCK_LEFT]
+    ev = 0.0
+    for r in range(1, RANKS + 1):
+        count = after[STOCK + r]
+        if count == 0:
+            continue
+        draw(after, r)
+        stock_prefix(after, prefix)
+        best = LEAF_LOSS
+        m = near[r]
+        while m:
+            cell = trailing_zeros(m)
+            m &= m - 1
+            v = _leaf(evaluate(after, rules, cell, r, weights, prefix))
+            if v > best:
+                best = v
+        ev += count * best
+        after[STOCK + r] += 1
+        after[STOCK_LEFT] += 1
+    return ev / total
 
 
 @njit(cache=True)
@@ -433,8 +471,12 @@ def choose(state, rules, card, legal, rng, params):
     flip_gain = np.empty(2 * CELLS, np.float64)
     status = np.empty(4, np.int64)
     cell_value = np.empty(4, np.float64)
+    no_floor = np.zeros(RANKS + 1, np.float64)
+    floor = np.zeros(RANKS + 1, np.float64)
+    near = np.zeros(RANKS + 1, np.int64)
     margin = _margin(params)
     estimate = np.full(CELLS, -np.inf)
+    bests = np.empty((n_roots, RANKS + 1), np.float64)
     top = -np.inf
     for i in range(n_roots):
         if values[i] <= LOSS:
@@ -445,10 +487,11 @@ def choose(state, rules, card, legal, rng, params):
                  flip_lo, flip_hi, flip_in, flip_out, flip_gain)
         _best_follow_ups(after, rules, params, table, best, line_ups, line_fd_ups, line_lo, line_hi,
                          line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status,
-                         cell_value)
+                         cell_value, no_floor, near)
         ev = 0.0
         for r in range(1, RANKS + 1):
             ev += after[STOCK + r] * best[r]
+            bests[i, r] = best[r]
         estimate[i] = ev / total
         top = max(top, estimate[i])
     if top == -np.inf:  # every cell loses at once
@@ -470,7 +513,15 @@ def choose(state, rules, card, legal, rng, params):
         if estimate[i] >= top - 2 * margin:
             after[:] = state
             place(after, rules, roots[i], card)
-            v = expected_value(after, rules, params, exact_prefix)
+            _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
+                     flip_lo, flip_hi, flip_in, flip_out, flip_gain)
+            floor[0] = 1.0
+            for r in range(1, RANKS + 1):
+                floor[r] = bests[i, r] - 2 * margin
+            _best_follow_ups(after, rules, params, table, best, line_ups, line_fd_ups, line_lo, line_hi,
+                             line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status,
+                             cell_value, floor, near)
+            v = _exact_expectation(after, rules, params, exact_prefix, near)
             if v > best_value:
                 best_value = v
                 best_cell = roots[i]
