@@ -334,8 +334,16 @@ def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, 
     for r in range(1, RANKS + 1):
         best[r] = LEAF_LOSS
         near[r] = 0
-    m = legal_cells(after, rules)
-    while m:
+    legal = legal_cells(after, rules)
+    # New piles first: they are usually the best follow-ups, so that later cells can be skipped.
+    opening = legal & ~after[OCCUPIED]
+    m = opening
+    while m or legal:
+        if m == 0:
+            m = legal & ~opening
+            legal = 0
+            if m == 0:
+                break
         cell = trailing_zeros(m)
         m &= m - 1
         row = ROW_OF[cell]
@@ -357,6 +365,28 @@ def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, 
             x = trailing_zeros(t)
             t &= t - 1
             col_gain += flip_gain[2 * x]
+        # Skip the cell when a bound over every rank is below the lowest rank's best so far.
+        lowest = np.inf
+        others = -np.inf
+        row_turns = -np.inf
+        col_turns = -np.inf
+        for r in range(1, RANKS + 1):
+            if after[STOCK + r] == 0:
+                continue
+            lowest = min(lowest, floor[r] if record else best[r])
+            others = max(others, base[r] - _select(line_lo[row], line_hi[row], line_in[row], line_out[row], r)
+                         - _select(line_lo[col], line_hi[col], line_in[col], line_out[col], r))
+            row_turns = max(row_turns, table[0, row_f1, min(row_lo1, r), max(row_hi1, r)])
+            col_turns = max(col_turns, table[0, col_f1, min(col_lo1, r), max(col_hi1, r)])
+        bound = -np.inf
+        for p in range(4):
+            if status[p] == 2:
+                bound = np.inf
+            elif status[p] == 0:
+                bound = max(bound, cell_value[p] + (row_turns + row_gain if p & 1 else row_stays)
+                            + (col_turns + col_gain if p & 2 else col_stays))
+        if bound + others < lowest:
+            continue
         for r in range(1, RANKS + 1):
             if after[STOCK + r] == 0:
                 continue
@@ -454,7 +484,7 @@ def choose(state, rules, card, legal, rng, params):
         return best_cell
 
     after = np.empty(STATE_SIZE, np.int64)
-    table = np.empty((2, FLIPS, NONE_LO + 1, RANKS + 1), np.float64)
+    table = np.zeros((2, FLIPS, NONE_LO + 1, RANKS + 1), np.float64)  # zeros where no line can be
     _line_tables(prefix, params, table)
     best = np.empty(RANKS + 1, np.float64)
     line_ups = np.empty(2 * SIDE, np.int64)
