@@ -8,15 +8,18 @@ one only when all lose. Immediate wins and losses at the leaves count as
 LEAF_WIN and LEAF_LOSS, on the scale of the evaluation, so that a small
 chance of a win does not drown every other difference.
 
-`choose_exhaustive` is that definition written out leaf by leaf. `choose`
-makes exactly the same choices faster: the evaluation is a sum over cells
-and lines, and a follow-up placement changes only its own row and column
-and the lines crossing the cells it turns, so each leaf is the position's
-line sum plus a few precomputed changes (`_leaf_fast`). Those sums round
-differently from `evaluate`, by far less than `_margin`; cells whose
-expectation is within the margin of the best are settled with
-`expected_value`, the exact expectation, so ties and near-ties go exactly
-as in `choose_exhaustive`.
+`choose_exhaustive` is that definition written out leaf by leaf (the
+reference the tests hold `choose` to). `choose` makes exactly the same
+choices, several times faster: the evaluation is a sum over cells and
+lines, and a follow-up placement changes only its own row and column and
+the lines crossing the cells it turns, so each leaf is the position's line
+sum plus a few table lookups (`rank_bests`), and upper bounds skip the
+follow-ups that cannot be a rank's best. Those sums round differently from
+`evaluate`, by far less than `_margin`; when several cells come within the
+margin of the best expectation, their exact expectations (the same
+operations in the same order as `expected_value`, over the follow-ups that
+can be best) decide, so ties and near-ties go exactly as in
+`choose_exhaustive`.
 """
 
 import numpy as np
@@ -111,8 +114,9 @@ def choose_exhaustive(state, rules, card, legal, rng, params):
 # lines crossing the cells it turns (each holds exactly one of them); every other line keeps
 # its value, which depends on r only through whether r is inside its face-up range (drawing r
 # takes one card out of its outside exactly when r is outside). So a position's tables
-# (`_prepare`) make each leaf a handful of lookups (`_best_follow_ups`), and the same tables
-# give an upper bound on each cell's expectation (`_bound`) that skips most cells.
+# (`_prepare`) make each leaf a handful of lookups (`_best_follow_ups`). Upper bounds (a turned
+# cell's line counted at the most turning it can add, a follow-up cell at its best over every
+# rank) skip the work that cannot change a rank's best.
 
 FLIPS = 9
 """A line holds at most 4 piles, so its flip count (occupied - 2 * face-down) is -4..4: index flip + 4."""
@@ -188,7 +192,7 @@ def _select(lo, hi, v_in, v_out, r):
 @njit(cache=True)
 def _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
              flip_lo, flip_hi, flip_in, flip_out, flip_gain):
-    """The position's tables, for `_bound` and `_best_follow_ups`.
+    """The position's tables, for `_best_follow_ups`.
 
     Per line k (rows 0..6, columns 7..13): packed face-up and face-down
     ranks, face-up range, values with r inside and outside it; base[r],
@@ -426,6 +430,42 @@ def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, 
 
 
 @njit(cache=True)
+def rank_bests(after, rules, weights):
+    """best[r] for r = 1..10: the best leaf once rank r is drawn from `after`, to within `_margin`.
+
+    The fast path on its own, for tests (LEAF_LOSS for ranks not in the stock).
+    """
+    prefix = np.empty(RANKS + 1, np.int64)
+    stock_prefix(after, prefix)
+    table = np.zeros((2, FLIPS, NONE_LO + 1, RANKS + 1), np.float64)
+    _line_tables(prefix, weights, table)
+    best = np.empty(RANKS + 1, np.float64)
+    line_ups = np.empty(2 * SIDE, np.int64)
+    line_fd_ups = np.empty(2 * SIDE, np.int64)
+    line_lo = np.empty(2 * SIDE, np.int64)
+    line_hi = np.empty(2 * SIDE, np.int64)
+    line_in = np.empty(2 * SIDE, np.float64)
+    line_out = np.empty(2 * SIDE, np.float64)
+    base = np.empty(RANKS + 1, np.float64)
+    flip_lo = np.empty(2 * CELLS, np.int64)
+    flip_hi = np.empty(2 * CELLS, np.int64)
+    flip_in = np.empty(2 * CELLS, np.float64)
+    flip_out = np.empty(2 * CELLS, np.float64)
+    flip_gain = np.empty(2 * CELLS, np.float64)
+    _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
+             flip_lo, flip_hi, flip_in, flip_out, flip_gain)
+    _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_lo, line_hi,
+                     line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain,
+                     np.empty(4, np.int64), np.empty(4, np.float64), np.zeros(RANKS + 1), np.zeros(RANKS + 1, np.int64))
+    return best
+
+
+def margin(weights) -> float:
+    """How close `rank_bests` stays to the exact values (with room to spare) for these weights."""
+    return float(_margin(np.asarray(weights, dtype=np.float64)))
+
+
+@njit(cache=True)
 def _exact_expectation(after, rules, weights, prefix, near):
     """`expected_value`, with each rank's best taken over the cells of near[r] only.
 
@@ -456,7 +496,7 @@ def _exact_expectation(after, rules, weights, prefix, near):
 
 @njit(cache=True)
 def choose(state, rules, card, legal, rng, params):
-    """`params` are heuristic's weights. Plays as `choose_exhaustive` does."""
+    """`params` are heuristic's weights. Plays exactly as `choose_exhaustive` does."""
     state, rules, params = borrowed(state), borrowed(rules), borrowed(params)
     prefix = np.empty(RANKS + 1, np.int64)
     stock_prefix(state, prefix)
