@@ -2,19 +2,39 @@
 
 For each legal cell: place the card, then for each rank still in the stock
 (weighted by how many cards of it remain) take the best follow-up cell by
-heuristic's evaluation; play the cell with the highest expectation. A
-winning placement is taken at once; a losing one only when all lose.
-Immediate wins and losses at the leaves count as LEAF_WIN and LEAF_LOSS,
-on the scale of the evaluation, so that a small chance of a win does not
-drown every other difference.
+heuristic's evaluation; play the cell with the highest expectation (the
+lowest cell among equals). A winning placement is taken at once; a losing
+one only when all lose. Immediate wins and losses at the leaves count as
+LEAF_WIN and LEAF_LOSS, on the scale of the evaluation, so that a small
+chance of a win does not drown every other difference.
+
+`choose_exhaustive` is that definition written out leaf by leaf (the
+reference the tests hold `choose` to). `choose` makes exactly the same
+choices, several times faster: the evaluation is a sum over cells and
+lines, and a follow-up placement changes only its own row and column and
+the lines crossing the cells it turns, so each leaf is the position's line
+sum plus a few table lookups (`rank_bests`), and upper bounds skip the
+follow-ups that cannot be a rank's best. Those sums round differently from
+`evaluate`, by far less than `_margin`; when several cells come within the
+margin of the best expectation, their exact expectations (the same
+operations in the same order as `expected_value`, over the follow-ups that
+can be best) decide, so ties and near-ties go exactly as in
+`choose_exhaustive`.
 """
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import leading_zeros
 
-from policies.heuristic import LOSS, WEIGHTS, WIN, evaluate, stock_prefix
+from policies.heuristic import (
+    F_CLOSED, F_FACE_DOWN, F_FULL_DOWN, F_FULL_UP, F_RISK, F_SPREAD, F_TO_OPEN, LOSS, WEIGHTS, WIN, evaluate,
+    nibble, stock_prefix,
+)
 from sim.kernels import (
-    RANKS, STATE_SIZE, STOCK, STOCK_LEFT, draw, legal_cells, place, trailing_zeros,
+    CELLS, COL_MASK, COL_OF, COL_OTHERS_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW,
+    OCCUPIED, RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_OTHERS_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN,
+    RULE_MAX_PILE, SIDE, STATE_SIZE, STOCK, STOCK_LEFT, TOP, borrowed, draw, legal_cells, place, popcount,
+    trailing_zeros,
 )
 
 DESCRIPTION = "Expectimax one card ahead over the stock's ranks, heuristic at the leaves."
@@ -22,6 +42,9 @@ PARAMS = (WEIGHTS,)
 
 LEAF_WIN = 1000.0
 LEAF_LOSS = -1000.0
+
+LINES = 2 * SIDE
+"""Rows 0..6, then columns 0..6 as lines 7..13."""
 
 
 @njit(cache=True, inline="always")
@@ -60,8 +83,8 @@ def expected_value(after, rules, weights, prefix):
 
 
 @njit(cache=True)
-def choose(state, rules, card, legal, rng, params):
-    """`params` are heuristic's weights."""
+def choose_exhaustive(state, rules, card, legal, rng, params):
+    """The definition, leaf by leaf (the reference `choose` must agree with); `params` are heuristic's weights."""
     prefix = np.empty(RANKS + 1, np.int64)
     after = np.empty(STATE_SIZE, np.int64)
     stock_prefix(state, prefix)
@@ -81,4 +104,495 @@ def choose(state, rules, card, legal, rng, params):
         if v > best:
             best = v
             best_cell = cell
+    return best_cell
+
+
+# --- the fast path ------------------------------------------------------------------------------
+#
+# A leaf's value is a sum over cells (face-down, piles, full piles) and over lines (risk, spread,
+# closed). Placing rank r on cell c changes c's row and column, and, when a check fires, the
+# lines crossing the cells it turns (each holds exactly one of them); every other line keeps
+# its value, which depends on r only through whether r is inside its face-up range (drawing r
+# takes one card out of its outside exactly when r is outside). So a position's tables
+# (`_prepare`) make each leaf a handful of lookups (`_best_follow_ups`). Upper bounds (a turned
+# cell's line counted at the most turning it can add, a follow-up cell at its best over every
+# rank) skip the work that cannot change a rank's best.
+
+FLIPS = 9
+"""A line holds at most 4 piles, so its flip count (occupied - 2 * face-down) is -4..4: index flip + 4."""
+NONE_LO = RANKS + 1
+"""The range (NONE_LO, 0) of a line without face-up tops: min/max with a rank r give (r, r)."""
+NO_UPS = 0
+"""table[.., NO_UPS, NO_UPS]: the value of a line whose tops are all face down."""
+
+
+@njit(cache=True)
+def _margin(weights):
+    """A bound, with room to spare, on how far this section's sums can stray from `evaluate`'s.
+
+    Every feature is at most 200 in size and a leaf sums fewer than 100
+    rounded terms, so rounding errs by less than 100 * 2**-52 * 200 * sum|w|.
+    """
+    s = 1.0
+    for i in range(weights.shape[0]):
+        s += abs(weights[i])
+    return 1e-8 * 200.0 * s
+
+
+@njit(cache=True)
+def _line_tables(prefix, weights, table):
+    """Line values for this turn's stock (`prefix`, before the next card r is drawn).
+
+    table[out, flip + 4, lo, hi]: weighted (risk, spread, closed) of a line
+    with face-up range lo..hi, once r is drawn inside it (out=0) or outside
+    (out=1); table[., f, NO_UPS, NO_UPS] for a line with no face-up top.
+    """
+    total = prefix[RANKS] - 1
+    scale = 0.0 if total == 0 else 1.0 / total
+    for f in range(FLIPS):
+        flip = f - 4
+        for out in range(2):
+            table[out, f, NO_UPS, NO_UPS] = weights[F_RISK] * flip if total > 0 else 0.0
+            for lo in range(1, RANKS + 1):
+                for hi in range(lo, RANKS + 1):
+                    outside = prefix[lo - 1] + total + 1 - prefix[hi] - out
+                    v = weights[F_RISK] * (flip * outside * scale) + weights[F_SPREAD] * (hi - lo)
+                    if outside == 0:
+                        v += weights[F_CLOSED]
+                    table[out, f, lo, hi] = v if total > 0 else 0.0
+
+
+@njit(cache=True, inline="always")
+def _range(ups):
+    """(lo, hi) face-up ranks of a line, (NONE_LO, 0) without any."""
+    if ups == 0:
+        return NONE_LO, 0
+    return trailing_zeros(ups) // RANK_SHIFT, (63 - leading_zeros(ups)) // RANK_SHIFT
+
+
+@njit(cache=True, inline="always")
+def _values(table, ups, occ, fd):
+    """(value with r inside the range, value with r outside, lo, hi) of a line; (0, 0, ..) when empty."""
+    lo, hi = _range(ups)
+    n_occ = popcount(occ)
+    if n_occ == 0:
+        return 0.0, 0.0, lo, hi
+    f = n_occ - 2 * popcount(fd) + 4
+    if ups == 0:
+        return table[0, f, NO_UPS, NO_UPS], table[1, f, NO_UPS, NO_UPS], lo, hi
+    return table[0, f, lo, hi], table[1, f, lo, hi], lo, hi
+
+
+@njit(cache=True, inline="always")
+def _select(lo, hi, v_in, v_out, r):
+    """A line's value once r is drawn; a line without face-up tops (lo > hi) has v_in == v_out."""
+    return v_in if lo <= r <= hi else v_out
+
+
+@njit(cache=True)
+def _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
+             flip_lo, flip_hi, flip_in, flip_out, flip_gain):
+    """The position's tables, for `_best_follow_ups`.
+
+    Per line k (rows 0..6, columns 7..13): packed face-up and face-down
+    ranks, face-up range, values with r inside and outside it; base[r],
+    the sum over the lines once r is drawn; per occupied cell x and its row
+    (slot 2x) or column (2x + 1): that line's range and values with x
+    turned over, and flip_gain, the most that turning x adds to the line.
+    """
+    after, table, base = borrowed(after), borrowed(table), borrowed(base)
+    line_ups, line_fd_ups, line_lo, line_hi = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_lo), borrowed(line_hi)
+    line_in, line_out = borrowed(line_in), borrowed(line_out)
+    flip_lo, flip_hi, flip_in, flip_out = borrowed(flip_lo), borrowed(flip_hi), borrowed(flip_in), borrowed(flip_out)
+    flip_gain = borrowed(flip_gain)
+    occ = after[OCCUPIED]
+    fd = after[FACE_DOWN]
+    for k in range(2 * SIDE):
+        line_fd_ups[k] = 0
+        line_ups[k] = 0
+        line_lo[k] = NONE_LO
+        line_hi[k] = 0
+        line_in[k] = 0.0
+        line_out[k] = 0.0
+    m = fd & occ
+    while m:
+        x = trailing_zeros(m)
+        m &= m - 1
+        n = nibble(after[TOP + x])
+        line_fd_ups[ROW_OF[x]] += n
+        line_fd_ups[SIDE + COL_OF[x]] += n
+    out_sum = 0.0
+    for r in range(1, RANKS + 1):
+        base[r] = 0.0
+    for j in range(2):
+        first = after[MIN_ROW] if j == 0 else SIDE + after[MIN_COL]
+        last = after[MAX_ROW] if j == 0 else SIDE + after[MAX_COL]
+        for k in range(first, last + 1):
+            mask = ROW_MASK[k] if j == 0 else COL_MASK[k - SIDE]
+            ups = after[ROW_UPS + k] if j == 0 else after[COL_UPS + k - SIDE]
+            line_ups[k] = ups
+            v_in, v_out, lo, hi = _values(table, ups, occ & mask, fd & mask)
+            line_lo[k] = lo
+            line_hi[k] = hi
+            line_in[k] = v_in
+            line_out[k] = v_out
+            out_sum += v_out
+            for r in range(lo, hi + 1):
+                base[r] += v_in - v_out
+    for r in range(1, RANKS + 1):
+        base[r] += out_sum
+    m = occ
+    while m:
+        x = trailing_zeros(m)
+        m &= m - 1
+        bit = np.int64(1) << x
+        n = nibble(after[TOP + x])
+        delta = n if fd & bit else -n
+        for j in range(2):
+            k = ROW_OF[x] if j == 0 else SIDE + COL_OF[x]
+            mask = ROW_MASK[k] if j == 0 else COL_MASK[k - SIDE]
+            v_in, v_out, lo, hi = _values(table, line_ups[k] + delta, occ & mask, (fd ^ bit) & mask)
+            s = 2 * x + j
+            flip_lo[s] = lo
+            flip_hi[s] = hi
+            flip_in[s] = v_in
+            flip_out[s] = v_out
+            flip_gain[s] = max(v_in, v_out) - min(line_in[k], line_out[k])
+
+
+@njit(cache=True, inline="always")
+def _cell_setup(after, rules, weights, table, cell, line_ups, line_fd_ups, status, cell_value):
+    """What a follow-up on `cell` does under each fired pattern p = row | col << 1.
+
+    status[p]: 0 the game goes on, 1 it is lost, 2 it is won; cell_value[p]:
+    the weighted cell features (face-down, piles to open, full piles).
+    Returns the face-up ranges and flip indices of the cell's row and column
+    without (0) and with (1) its check, and the others each check turns.
+    """
+    occ = after[OCCUPIED]
+    fd = after[FACE_DOWN]
+    bit = np.int64(1) << cell
+    row = ROW_OF[cell]
+    col = SIDE + COL_OF[cell]
+    grid = rules[RULE_GRID]
+    piles = popcount(occ | bit)
+    full2 = after[FULL]
+    if after[HEIGHT + cell] + 1 >= rules[RULE_MAX_PILE]:
+        full2 |= bit
+    own_up = np.int64(0)
+    own_down = np.int64(0)
+    if occ & bit:
+        if fd & bit:
+            own_down = nibble(after[TOP + cell])
+        else:
+            own_up = nibble(after[TOP + cell])
+    row_others = ROW_OTHERS_OF[cell] & occ
+    col_others = COL_OTHERS_OF[cell] & occ
+    row_lo0, row_hi0 = _range(line_ups[row] - own_up)
+    row_lo1, row_hi1 = _range(line_fd_ups[row] - own_down)
+    col_lo0, col_hi0 = _range(line_ups[col] - own_up)
+    col_lo1, col_hi1 = _range(line_fd_ups[col] - own_down)
+    up = occ & ~fd
+    row_n = 1 + popcount(row_others)
+    col_n = 1 + popcount(col_others)
+    row_f0 = row_n - 2 * popcount(row_others & fd) + 4
+    row_f1 = row_n - 2 * popcount(row_others & up) + 4
+    col_f0 = col_n - 2 * popcount(col_others & fd) + 4
+    col_f1 = col_n - 2 * popcount(col_others & up) + 4
+    opened = weights[F_TO_OPEN] * (grid * grid - piles)
+    for p in range(4):
+        turn = (row_others if p & 1 else 0) | (col_others if p & 2 else 0)
+        fd2 = (fd & ~bit) ^ turn
+        n_fd = popcount(fd2)
+        if n_fd > rules[RULE_MAX_FACE_DOWN]:
+            status[p] = 1
+        elif piles == grid * grid and n_fd == 0:
+            status[p] = 2
+        else:
+            status[p] = 0
+        cell_value[p] = (weights[F_FACE_DOWN] * n_fd + opened + weights[F_FULL_UP] * popcount(full2 & ~fd2)
+                         + weights[F_FULL_DOWN] * popcount(full2 & fd2))
+    return (row_lo0, row_hi0, row_lo1, row_hi1, row_f0, row_f1, col_lo0, col_hi0, col_lo1, col_hi1,
+            col_f0, col_f1, row_others, col_others)
+
+
+@njit(cache=True)
+def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_lo, line_hi,
+                     line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status, cell_value,
+                     floor, near):
+    """best[r] = the best leaf over the follow-up cells once rank r is drawn, to within `_margin`.
+
+    Each leaf is first bounded from above with every turned cell's line
+    counted at its flip_gain; only a bound above the best so far pays for
+    those lines' exact values. With floor[0] set, near[r] also gets the
+    mask of the cells whose leaf reaches floor[r].
+    """
+    # Uncounted views (see sim.kernels.borrowed): the caller keeps every array alive.
+    after, rules, weights, table, best = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table), borrowed(best)
+    line_ups, line_fd_ups, line_lo, line_hi = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_lo), borrowed(line_hi)
+    line_in, line_out, base = borrowed(line_in), borrowed(line_out), borrowed(base)
+    flip_lo, flip_hi, flip_in, flip_out = borrowed(flip_lo), borrowed(flip_hi), borrowed(flip_in), borrowed(flip_out)
+    flip_gain, status, cell_value = borrowed(flip_gain), borrowed(status), borrowed(cell_value)
+    floor, near = borrowed(floor), borrowed(near)
+    record = floor[0] != 0.0
+    for r in range(1, RANKS + 1):
+        best[r] = LEAF_LOSS
+        near[r] = 0
+    legal = legal_cells(after, rules)
+    # New piles first: they are usually the best follow-ups, so that later cells can be skipped.
+    opening = legal & ~after[OCCUPIED]
+    m = opening
+    while m or legal:
+        if m == 0:
+            m = legal & ~opening
+            legal = 0
+            if m == 0:
+                break
+        cell = trailing_zeros(m)
+        m &= m - 1
+        row = ROW_OF[cell]
+        col = SIDE + COL_OF[cell]
+        (row_lo0, row_hi0, row_lo1, row_hi1, row_f0, row_f1, col_lo0, col_hi0, col_lo1, col_hi1,
+         col_f0, col_f1, row_others, col_others) = _cell_setup(
+            after, rules, weights, table, cell, line_ups, line_fd_ups, status, cell_value)
+        row_stays = table[0, row_f0, row_lo0, row_hi0]
+        col_stays = table[0, col_f0, col_lo0, col_hi0]
+        row_gain = 0.0
+        t = row_others
+        while t:
+            x = trailing_zeros(t)
+            t &= t - 1
+            row_gain += flip_gain[2 * x + 1]
+        col_gain = 0.0
+        t = col_others
+        while t:
+            x = trailing_zeros(t)
+            t &= t - 1
+            col_gain += flip_gain[2 * x]
+        # Skip the cell when a bound over every rank is below the lowest rank's best so far.
+        lowest = np.inf
+        others = -np.inf
+        row_turns = -np.inf
+        col_turns = -np.inf
+        for r in range(1, RANKS + 1):
+            if after[STOCK + r] == 0:
+                continue
+            lowest = min(lowest, floor[r] if record else best[r])
+            others = max(others, base[r] - _select(line_lo[row], line_hi[row], line_in[row], line_out[row], r)
+                         - _select(line_lo[col], line_hi[col], line_in[col], line_out[col], r))
+            row_turns = max(row_turns, table[0, row_f1, min(row_lo1, r), max(row_hi1, r)])
+            col_turns = max(col_turns, table[0, col_f1, min(col_lo1, r), max(col_hi1, r)])
+        bound = -np.inf
+        for p in range(4):
+            if status[p] == 2:
+                bound = np.inf
+            elif status[p] == 0:
+                bound = max(bound, cell_value[p] + (row_turns + row_gain if p & 1 else row_stays)
+                            + (col_turns + col_gain if p & 2 else col_stays))
+        if bound + others < lowest:
+            continue
+        for r in range(1, RANKS + 1):
+            if after[STOCK + r] == 0:
+                continue
+            row_fires = r < row_lo0 or r > row_hi0
+            col_fires = r < col_lo0 or r > col_hi0
+            p = (1 if row_fires else 0) | (2 if col_fires else 0)
+            if status[p] == 1:
+                continue  # LEAF_LOSS, best's floor
+            if status[p] == 2:
+                best[r] = LEAF_WIN
+                near[r] |= np.int64(1) << cell
+                continue
+            v = cell_value[p] + (base[r]
+                                 - _select(line_lo[row], line_hi[row], line_in[row], line_out[row], r)
+                                 - _select(line_lo[col], line_hi[col], line_in[col], line_out[col], r))
+            v += table[0, row_f1, min(row_lo1, r), max(row_hi1, r)] if row_fires else row_stays
+            v += table[0, col_f1, min(col_lo1, r), max(col_hi1, r)] if col_fires else col_stays
+            gain = (row_gain if row_fires else 0.0) + (col_gain if col_fires else 0.0)
+            threshold = floor[r] if record else best[r]
+            if v + gain < threshold:
+                continue
+            t = (row_others if row_fires else 0) | (col_others if col_fires else 0)
+            while t:
+                x = trailing_zeros(t)
+                t &= t - 1
+                # A turned cell of the row changes its column, one of the column its row.
+                j = 1 if ROW_OF[x] == row else 0
+                k = SIDE + COL_OF[x] if j == 1 else ROW_OF[x]
+                s = 2 * x + j
+                v += (_select(flip_lo[s], flip_hi[s], flip_in[s], flip_out[s], r)
+                      - _select(line_lo[k], line_hi[k], line_in[k], line_out[k], r))
+            v = _leaf(v)
+            if v > best[r]:
+                best[r] = v
+            if record and v >= threshold:
+                near[r] |= np.int64(1) << cell
+
+
+@njit(cache=True)
+def rank_bests(after, rules, weights):
+    """best[r] for r = 1..10: the best leaf once rank r is drawn from `after`, to within `_margin`.
+
+    The fast path on its own, for tests (LEAF_LOSS for ranks not in the stock).
+    """
+    prefix = np.empty(RANKS + 1, np.int64)
+    stock_prefix(after, prefix)
+    table = np.zeros((2, FLIPS, NONE_LO + 1, RANKS + 1), np.float64)
+    _line_tables(prefix, weights, table)
+    best = np.empty(RANKS + 1, np.float64)
+    line_ups = np.empty(2 * SIDE, np.int64)
+    line_fd_ups = np.empty(2 * SIDE, np.int64)
+    line_lo = np.empty(2 * SIDE, np.int64)
+    line_hi = np.empty(2 * SIDE, np.int64)
+    line_in = np.empty(2 * SIDE, np.float64)
+    line_out = np.empty(2 * SIDE, np.float64)
+    base = np.empty(RANKS + 1, np.float64)
+    flip_lo = np.empty(2 * CELLS, np.int64)
+    flip_hi = np.empty(2 * CELLS, np.int64)
+    flip_in = np.empty(2 * CELLS, np.float64)
+    flip_out = np.empty(2 * CELLS, np.float64)
+    flip_gain = np.empty(2 * CELLS, np.float64)
+    _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
+             flip_lo, flip_hi, flip_in, flip_out, flip_gain)
+    _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_lo, line_hi,
+                     line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain,
+                     np.empty(4, np.int64), np.empty(4, np.float64), np.zeros(RANKS + 1), np.zeros(RANKS + 1, np.int64))
+    return best
+
+
+def margin(weights) -> float:
+    """How close `rank_bests` stays to the exact values (with room to spare) for these weights."""
+    return float(_margin(np.asarray(weights, dtype=np.float64)))
+
+
+@njit(cache=True)
+def _exact_expectation(after, rules, weights, prefix, near):
+    """`expected_value`, with each rank's best taken over the cells of near[r] only.
+
+    Exact (the same operations in the same order) when near[r] holds every
+    cell that can be the best for r.
+    """
+    total = after[STOCK_LEFT]
+    ev = 0.0
+    for r in range(1, RANKS + 1):
+        count = after[STOCK + r]
+        if count == 0:
+            continue
+        draw(after, r)
+        stock_prefix(after, prefix)
+        best = LEAF_LOSS
+        m = near[r]
+        while m:
+            cell = trailing_zeros(m)
+            m &= m - 1
+            v = _leaf(evaluate(after, rules, cell, r, weights, prefix))
+            if v > best:
+                best = v
+        ev += count * best
+        after[STOCK + r] += 1
+        after[STOCK_LEFT] += 1
+    return ev / total
+
+
+@njit(cache=True)
+def choose(state, rules, card, legal, rng, params):
+    """`params` are heuristic's weights. Plays exactly as `choose_exhaustive` does."""
+    state, rules, params = borrowed(state), borrowed(rules), borrowed(params)
+    prefix = np.empty(RANKS + 1, np.int64)
+    stock_prefix(state, prefix)
+    roots = np.empty(CELLS, np.int64)
+    values = np.empty(CELLS, np.float64)
+    n_roots = 0
+    m = legal
+    while m:
+        cell = trailing_zeros(m)
+        m &= m - 1
+        v = evaluate(state, rules, cell, card, params, prefix)
+        if v >= WIN:
+            return cell
+        roots[n_roots] = cell
+        values[n_roots] = v
+        n_roots += 1
+    total = state[STOCK_LEFT]
+    if total == 0:  # no next card: the evaluation itself, lowest cell among equals
+        best_cell = roots[0]
+        best_value = values[0]
+        for i in range(1, n_roots):
+            if values[i] > best_value:
+                best_value = values[i]
+                best_cell = roots[i]
+        return best_cell
+
+    after = np.empty(STATE_SIZE, np.int64)
+    table = np.zeros((2, FLIPS, NONE_LO + 1, RANKS + 1), np.float64)  # zeros where no line can be
+    _line_tables(prefix, params, table)
+    best = np.empty(RANKS + 1, np.float64)
+    line_ups = np.empty(2 * SIDE, np.int64)
+    line_fd_ups = np.empty(2 * SIDE, np.int64)
+    line_lo = np.empty(2 * SIDE, np.int64)
+    line_hi = np.empty(2 * SIDE, np.int64)
+    line_in = np.empty(2 * SIDE, np.float64)
+    line_out = np.empty(2 * SIDE, np.float64)
+    base = np.empty(RANKS + 1, np.float64)
+    flip_lo = np.empty(2 * CELLS, np.int64)
+    flip_hi = np.empty(2 * CELLS, np.int64)
+    flip_in = np.empty(2 * CELLS, np.float64)
+    flip_out = np.empty(2 * CELLS, np.float64)
+    flip_gain = np.empty(2 * CELLS, np.float64)
+    status = np.empty(4, np.int64)
+    cell_value = np.empty(4, np.float64)
+    no_floor = np.zeros(RANKS + 1, np.float64)
+    floor = np.zeros(RANKS + 1, np.float64)
+    near = np.zeros(RANKS + 1, np.int64)
+    margin = _margin(params)
+    estimate = np.full(CELLS, -np.inf)
+    bests = np.empty((n_roots, RANKS + 1), np.float64)
+    top = -np.inf
+    for i in range(n_roots):
+        if values[i] <= LOSS:
+            continue
+        after[:] = state
+        place(after, rules, roots[i], card)
+        _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
+                 flip_lo, flip_hi, flip_in, flip_out, flip_gain)
+        _best_follow_ups(after, rules, params, table, best, line_ups, line_fd_ups, line_lo, line_hi,
+                         line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status,
+                         cell_value, no_floor, near)
+        ev = 0.0
+        for r in range(1, RANKS + 1):
+            ev += after[STOCK + r] * best[r]
+            bests[i, r] = best[r]
+        estimate[i] = ev / total
+        top = max(top, estimate[i])
+    if top == -np.inf:  # every cell loses at once
+        return roots[0]
+    # Settle the cells within 2 margins of the best estimate with the exact expectation, lowest
+    # cell first among equals (every other cell is below each of them).
+    n_close = 0
+    best_cell = -1
+    for i in range(n_roots):
+        if estimate[i] >= top - 2 * margin:
+            n_close += 1
+            best_cell = roots[i]
+    if n_close == 1:
+        return best_cell
+    exact_prefix = np.empty(RANKS + 1, np.int64)
+    best_cell = -1
+    best_value = -np.inf
+    for i in range(n_roots):
+        if estimate[i] >= top - 2 * margin:
+            after[:] = state
+            place(after, rules, roots[i], card)
+            _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
+                     flip_lo, flip_hi, flip_in, flip_out, flip_gain)
+            floor[0] = 1.0
+            for r in range(1, RANKS + 1):
+                floor[r] = bests[i, r] - 2 * margin
+            _best_follow_ups(after, rules, params, table, best, line_ups, line_fd_ups, line_lo, line_hi,
+                             line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status,
+                             cell_value, floor, near)
+            v = _exact_expectation(after, rules, params, exact_prefix, near)
+            if v > best_value:
+                best_value = v
+                best_cell = roots[i]
     return best_cell

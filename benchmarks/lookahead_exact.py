@@ -1,0 +1,61 @@
+"""lookahead against its leaf-by-leaf definition: the same moves on every deal, and the speed of each.
+
+    python benchmarks/lookahead_exact.py [-n DEALS] [--speed GAMES] [--seed SEED]
+
+For each rule setting (the defaults, adjacency=king, max_face_down=3,
+grid=3) it plays the first DEALS deals of SEED with `lookahead` and with
+`policies.lookahead:choose_exhaustive` (run as a compiled plugin with the
+same weights) and counts the deals whose moves differ (expected: 0). Then
+it times both on the same GAMES deals of seed 1 under the default rules,
+alternating, in one process on one core, and prints games/s and the ratio.
+"""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+SETTINGS = ({}, {"adjacency": "king"}, {"max_face_down": "3"}, {"grid": "3"})
+REFERENCE = "policies.lookahead:choose_exhaustive"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=2000, help="deals per rule setting (default 2000)")
+    parser.add_argument("--speed", type=int, default=200, help="games per speed measurement (default 200)")
+    parser.add_argument("--seed", type=int, default=2026, help="seed of the compared deals (default 2026)")
+    args = parser.parse_args()
+
+    import sim
+    from policies.heuristic import FEATURES, DEFAULT_WEIGHTS
+
+    weights = {f: str(w) for f, w in zip(FEATURES, DEFAULT_WEIGHTS)}
+    for setting in SETTINGS:
+        rules = sim.Rules.from_strings(setting)
+        differ = 0
+        t0 = time.perf_counter()
+        for game in range(args.n):
+            deck = sim.deal(args.seed, game)
+            fast = sim.play(deck, "lookahead", rules, args.seed, game)
+            slow = sim.play(deck, REFERENCE, rules, args.seed, game, policy_args=weights)
+            differ += fast.moves != slow.moves
+        label = ",".join(f"{k}={v}" for k, v in setting.items()) or "default rules"
+        print(f"{label:>16}: {differ} of {args.n:,} deals of seed {args.seed} differ "
+              f"({time.perf_counter() - t0:.1f} s)", flush=True)
+
+    sim.play_range(1, 0, 1, "lookahead")
+    sim.play_range(1, 0, 1, REFERENCE, policy_args=weights)
+    seconds = {"lookahead": 0.0, "choose_exhaustive": 0.0}
+    for _ in range(3):
+        for name, policy, policy_args in (("choose_exhaustive", REFERENCE, weights), ("lookahead", "lookahead", None)):
+            t0 = time.perf_counter()
+            sim.play_range(1, 0, args.speed, policy, policy_args=policy_args)
+            seconds[name] += time.perf_counter() - t0
+    for name, s in seconds.items():
+        print(f"{name:>17}: {3 * args.speed / s:10,.1f} games/s (3 x {args.speed} games of seed 1, alternating)")
+    print(f"            ratio: {seconds['choose_exhaustive'] / seconds['lookahead']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

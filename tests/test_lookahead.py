@@ -1,0 +1,116 @@
+"""lookahead's fast `choose` against `choose_exhaustive`, its leaf-by-leaf definition.
+
+The fast path sums each leaf from per-position tables and skips follow-ups
+by upper bounds; it must make exactly the same choices as the definition.
+benchmarks/lookahead_exact.py runs the long check (2,000 deals per rule
+setting); here a few dozen deals per setting keep the suite fast.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import sim
+from policies import lookahead
+from policies.heuristic import DEFAULT_WEIGHTS, FEATURES, LOSS, WIN, evaluate, stock_prefix
+from sim import kernels as K
+
+REFERENCE = "policies.lookahead:choose_exhaustive"
+SETTINGS = [{}, {"adjacency": "king"}, {"max_face_down": "3"}, {"grid": "3"}, {"max_pile": "2"}]
+
+
+def _args(weights):
+    return {f: repr(float(w)) for f, w in zip(FEATURES, weights)}
+
+
+def _same_moves(seed, games, rules, weights):
+    differ = []
+    for game in range(games):
+        deck = sim.deal(seed, game)
+        fast = sim.play(deck, "lookahead", rules, seed, game, policy_args={"weights": ",".join(repr(float(w)) for w in weights)})
+        slow = sim.play(deck, REFERENCE, rules, seed, game, policy_args=_args(weights))
+        if fast.moves != slow.moves:
+            differ.append(game)
+    return differ
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default")
+def test_same_moves_as_the_definition_deal_by_deal(setting):
+    rules = sim.Rules.from_strings(setting)
+    assert _same_moves(31, 30, rules, list(DEFAULT_WEIGHTS)) == []
+
+
+@pytest.mark.parametrize("weights", [
+    [-3.0, -10.0, 2.0, -8.0, 1.5, -1.0, -2.0],  # every sign of the line features reversed
+    [-1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0],  # no line features: many exact ties
+    [-5.0, -20.0, -1.0, -10.0, -4.0, 3.0, 9.0],
+])
+def test_same_moves_with_other_weights(weights):
+    assert _same_moves(32, 15, sim.Rules(), weights) == []
+
+
+def _position(deck, turns, rules, rng):
+    """The table after `turns` cards placed on random legal cells that do not lose at once, and the next card drawn."""
+    state = np.zeros(K.STATE_SIZE, np.int64)
+    K.reset(state)
+    for t in range(turns):
+        K.draw(state, deck[t])
+        legal = K.legal_cells(state, rules)
+        cells = [c for c in range(K.CELLS)
+                 if legal >> c & 1 and K.face_down_after(state, c, deck[t]) <= rules[K.RULE_MAX_FACE_DOWN]]
+        if not cells:
+            return None
+        K.place(state, rules, int(rng.choice(cells)), deck[t])
+        if K.end_of_turn(state, rules) != K.GOES_ON:
+            return None
+    K.draw(state, deck[turns])
+    return state
+
+
+def _exact_rank_bests(after, rules, weights):
+    """Each rank's best leaf, the way expected_value computes it (LEAF_LOSS for ranks not in the stock)."""
+    best = np.full(K.RANKS + 1, lookahead.LEAF_LOSS)
+    prefix = np.empty(K.RANKS + 1, np.int64)
+    for r in range(1, K.RANKS + 1):
+        if after[K.STOCK + r] == 0:
+            continue
+        drawn = after.copy()
+        K.draw(drawn, r)
+        stock_prefix(drawn, prefix)
+        legal = K.legal_cells(drawn, rules)
+        for cell in range(K.CELLS):
+            if legal >> cell & 1:
+                v = evaluate(drawn, rules, cell, r, weights, prefix)
+                v = lookahead.LEAF_WIN if v >= WIN else lookahead.LEAF_LOSS if v <= LOSS else v
+                best[r] = max(best[r], v)
+    return best
+
+
+weight = st.floats(-20, 20, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), turns=st.integers(1, 30), setting=st.sampled_from(SETTINGS),
+       weights=st.one_of(st.just(list(DEFAULT_WEIGHTS)), st.lists(weight, min_size=7, max_size=7)),
+       data=st.data())
+def test_bounds_never_drop_a_ranks_best(seed, turns, setting, weights, data):
+    """The fast rank bests equal the exact ones to within the margin.
+
+    A bound below a follow-up's exact value would skip that follow-up and
+    leave its rank's best too low; a leaf summed wrongly would stray too.
+    """
+    rules = sim.Rules.from_strings(setting).as_array()
+    weights = np.array(weights, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    deck = np.array(sim.deal(seed, 0), dtype=np.int64)
+    state = _position(deck, turns, rules, rng)
+    assume(state is not None and state[K.STOCK_LEFT] > 0)
+    legal = K.legal_cells(state, rules)
+    cell = data.draw(st.sampled_from([c for c in range(K.CELLS) if legal >> c & 1]))
+    after = state.copy()
+    K.place(after, rules, cell, int(deck[turns]))
+    fast = lookahead.rank_bests(after, rules, weights)
+    exact = _exact_rank_bests(after, rules, weights)
+    ranks = [r for r in range(1, K.RANKS + 1) if after[K.STOCK + r]]
+    assert np.all(np.abs(fast[ranks] - exact[ranks]) <= lookahead.margin(weights))
