@@ -224,7 +224,7 @@ def runs(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command,figures", [("report", 4), ("compare", 3)])
+@pytest.mark.parametrize("command,figures", [("report", 4), ("compare", 4)])
 def test_report_and_compare_pages_draw_every_figure_offline(browser, runs, tmp_path, command, figures):
     out = tmp_path / f"{command}.html"
     res = cli.invoke(app, [command, *map(str, runs), "--html", str(out), "-q"])

@@ -239,4 +239,4 @@ def test_report_of_a_solve_run_draws_the_best_scores(tmp_path):
     sim.solve_run(sim.SolveConfig(n=12, seed=0, node_limit=5_000), workers=1, out=other)
     res = cli.invoke(app, ["compare", str(run), str(other), "--png", str(tmp_path / "cmp"), "-q"])
     assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == ["paired_difference.png", "win_rate.png"]
+    assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == ["frontier.png", "paired_difference.png", "win_rate.png"]
