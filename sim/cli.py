@@ -650,6 +650,8 @@ def train(
     rounds: Annotated[int, typer.Option("--rounds", min=1, metavar="N", help="Rounds of play and fit (the first plays lookahead).")] = 3,
     explore: Annotated[float, typer.Option("--explore", min=0.0, max=1.0, metavar="P", help="Share of deals with one random placement, recorded from there on.")] = 0.5,
     ridge: Annotated[float, typer.Option("--ridge", metavar="L", help="Ridge added to the least-squares fit (> 0).")] = 1.0,
+    loss: Annotated[float, typer.Option("--loss", max=0.0, metavar="V", help="Value of a lost deal in the targets and at planner's leaves (<= 0).")] = 0.0,
+    bootstrap: Annotated[float, typer.Option("--bootstrap", min=0.0, max=1.0, metavar="B", help="Share of each target taken from the backed-up values (fitted value iteration) instead of the deal's outcome.")] = 0.0,
     validation_seed: Annotated[Optional[int], typer.Option("--validation-seed", min=0, metavar="SEED", help="Seed of the held-out deals (default: seed + 1).")] = None,
     validation_n: Annotated[str, typer.Option("--validation-n", metavar="N", help="Held-out deals played at the end.")] = "2000",
     out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Write the values (JSON) here, e.g. policies/data/planner.json.")] = None,
@@ -683,7 +685,7 @@ def train(
         f"mean score per deal {s['mean_score_per_deal']:.2f}, {s['positions']:,} positions fitted", err=True))
     try:
         with library_errors(verbose):
-            result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge,
+            result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge, loss=loss, bootstrap=bootstrap,
                                validation_seed=validation_seed, validation_n=held_out, rules=parse_rules(rule),
                                on_round=report)
     except KeyboardInterrupt:
