@@ -652,6 +652,7 @@ def train(
     ridge: Annotated[float, typer.Option("--ridge", metavar="L", help="Ridge added to the least-squares fit (> 0).")] = 1.0,
     loss: Annotated[float, typer.Option("--loss", max=0.0, metavar="V", help="Value of a lost deal in the targets and at planner's leaves (<= 0).")] = 0.0,
     bootstrap: Annotated[float, typer.Option("--bootstrap", min=0.0, max=1.0, metavar="B", help="Share of each target taken from the backed-up values (fitted value iteration) instead of the deal's outcome.")] = 0.0,
+    decay: Annotated[float, typer.Option("--decay", min=0.0, max=1.0, metavar="D", help="Weight of an earlier round's positions, per round since (0 < D <= 1).")] = 1.0,
     validation_seed: Annotated[Optional[int], typer.Option("--validation-seed", min=0, metavar="SEED", help="Seed of the held-out deals (default: seed + 1).")] = None,
     validation_n: Annotated[str, typer.Option("--validation-n", metavar="N", help="Held-out deals played at the end.")] = "2000",
     out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Write the values (JSON) here, e.g. policies/data/planner.json.")] = None,
@@ -686,6 +687,7 @@ def train(
     try:
         with library_errors(verbose):
             result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge, loss=loss, bootstrap=bootstrap,
+                               decay=decay,
                                validation_seed=validation_seed, validation_n=held_out, rules=parse_rules(rule),
                                on_round=report)
     except KeyboardInterrupt:

@@ -121,15 +121,15 @@ def test_values_argument_changes_the_play(tmp_path):
 
 
 def test_training_is_deterministic_for_a_seed_and_depends_on_it(tmp_path):
-    kw = dict(n=40, rounds=2, explore=0.5, validation_n=10)
+    kw = dict(n=40, rounds=3, explore=0.5, loss=-5.0, bootstrap=0.5, decay=0.5, validation_n=10)
     a = train(seed=4, **kw).as_json()
     b = train(seed=4, **kw).as_json()
     c = train(seed=5, **kw).as_json()
     assert json.dumps(a) == json.dumps(b)
     assert a["weights"] != c["weights"]
     assert a["validation"]["seed"] == 5 and a["settings"]["seed"] == 4
-    assert len(a["history"]) == 2 and a["history"][0]["policy"] == "lookahead"
-    assert a["history"][1]["policy"] == "planner"
+    assert len(a["history"]) == 3 and a["history"][0]["policy"] == "lookahead"
+    assert a["history"][1]["policy"] == a["history"][2]["policy"] == "planner"
     planner.validate_values(a, "trained")  # a trained file is a valid values file
 
 
@@ -138,6 +138,8 @@ def test_training_is_deterministic_for_a_seed_and_depends_on_it(tmp_path):
     (dict(explore=2.0), "explore"),
     (dict(ridge=0.0), "ridge"),
     (dict(loss=1.0), "loss"),
+    (dict(bootstrap=1.5), "bootstrap"),
+    (dict(decay=0.0), "decay"),
 ])
 def test_bad_training_settings_are_refused(kw, fragment):
     with pytest.raises(ValueError, match=fragment):
@@ -176,3 +178,7 @@ def test_sim_train_writes_a_values_file_planner_plays(tmp_path):
     assert data["settings"]["seed"] == 7
     cols = sim.play_range(1, 0, 3, "planner", policy_args={"values": str(out)})
     assert len(cols) == 3
+    again = tmp_path / "again.json"
+    r = invoke("train", "-n", "30", "--rounds", "1", "--seed", "7", "--validation-n", "10", "--out", again, "-q")
+    assert r.exit_code == 0, r.output
+    assert again.read_bytes() == out.read_bytes()  # the same file bit for bit

@@ -212,11 +212,14 @@ def _round_weights(w: np.ndarray) -> np.ndarray:
 
 
 def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5, loss: float = 0.0,
-          ridge: float = 1.0, bootstrap: float = 0.0, validation_seed: int | None = None, validation_n: int = 2_000,
+          ridge: float = 1.0, bootstrap: float = 0.0, decay: float = 1.0,
+          validation_seed: int | None = None, validation_n: int = 2_000,
           rules: Rules | None = None, on_round=None) -> TrainResult:
     """Learn planner's values on `n` deals of `seed` per round; validate on another seed.
 
-    `on_round(round, summary)` hears each round's summary (as in `history`).
+    Each fit uses every round's positions so far, those of earlier rounds
+    weighted by `decay` per round since. `on_round(round, summary)` hears
+    each round's summary (as in `history`).
     """
     if n < 1 or rounds < 1 or validation_n < 1:
         raise ValueError("n, rounds and validation_n must be at least 1")
@@ -224,6 +227,8 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
         raise ValueError(f"explore must be in 0..1, got {explore}")
     if not (math.isfinite(loss) and loss <= 0.0):
         raise ValueError(f"loss must be a number <= 0, got {loss}")
+    if not 0.0 < decay <= 1.0:
+        raise ValueError(f"decay must be in (0, 1], got {decay}")
     if not 0.0 <= bootstrap <= 1.0:
         raise ValueError(f"bootstrap must be in 0..1, got {bootstrap}")
     if not (math.isfinite(ridge) and ridge > 0.0):
@@ -238,6 +243,8 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
     xtx = np.zeros((N_WEIGHTS, N_WEIGHTS))  # every round's positions: the fit does not swing
     xty = np.zeros(N_WEIGHTS)
     for r in range(rounds):
+        xtx *= decay  # earlier rounds' positions count less: they come from weaker play
+        xty *= decay
         counts = np.zeros(4)
         if weights is None:
             base, params, name = BASE_LOOKAHEAD, DEFAULT_WEIGHTS.astype(np.float64), "lookahead"
@@ -261,6 +268,7 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
         weights=tuple(float(w) for w in weights), loss=float(loss), history=tuple(history),
         validation_seed=validation_seed, validation_n=validation_n, validation_wins=wins,
         validation_mean_score=mean_score,
-        settings={"n": n, "seed": seed, "rounds": rounds, "explore": explore, "loss": loss, "ridge": ridge, "bootstrap": bootstrap,
+        settings={"n": n, "seed": seed, "rounds": rounds, "explore": explore, "loss": loss, "ridge": ridge,
+                  "bootstrap": bootstrap, "decay": decay,
                   "validation_seed": validation_seed, "validation_n": validation_n, "rules": rules.as_dict()},
     )
