@@ -40,31 +40,39 @@ def main() -> None:
     parser.add_argument("-o", "--out", default="docs/frontier.png")
     args = parser.parse_args()
     pts = points(args.compare_json)
-    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
-    for p in pts:
-        online = p["policy"] != "oracle"
-        ax.errorbar(p["per_deal"], 100 * p["win_rate"],
-                    yerr=[[100 * (p["win_rate"] - p["low"])], [100 * (p["high"] - p["win_rate"])]],
-                    fmt="o" if online else "*", ms=7 if online else 13, capsize=3,
-                    color="tab:blue" if online else "tab:red")
-        ax.annotate(f"{p['policy']} ({p['games']:,})", (p["per_deal"], 100 * p["win_rate"]),
-                    textcoords="offset points", xytext=(6, -12 if p["policy"] == "rollout" else 6), fontsize=9)
+    fig, (full, zoom) = plt.subplots(1, 2, figsize=(11, 4.8), dpi=120, gridspec_kw={"width_ratios": [1, 1.3]})
+    offsets = {"rollout": (6, -14), "lookahead": (6, -14), "oracle": (-60, -16)}
+    for ax, zoomed in ((full, False), (zoom, True)):
+        for p in pts:
+            if zoomed and p["win_rate"] < 0.95:
+                continue
+            online = p["policy"] != "oracle"
+            ax.errorbar(p["per_deal"], 100 * p["win_rate"],
+                        yerr=[[100 * (p["win_rate"] - p["low"])], [100 * (p["high"] - p["win_rate"])]],
+                        fmt="o" if online else "*", ms=7 if online else 13, capsize=3,
+                        color="tab:blue" if online else "tab:red")
+            if zoomed or p["win_rate"] < 0.95:
+                ax.annotate(f"{p['policy']} ({p['games']:,})", (p["per_deal"], 100 * p["win_rate"]),
+                            textcoords="offset points", xytext=offsets.get(p["policy"], (6, 6)) if zoomed else (6, 6),
+                            fontsize=9)
+        ax.set_xlabel("mean score per deal (a lost deal counts 0)")
+        ax.grid(alpha=0.3)
+    full.set_ylabel("win rate (%), 95% Wilson interval")
+    full.set_xlim(-1, 25)
+    full.set_ylim(-3, 103)
+    full.set_title("all policies")
+    zoom.set_title("the strong ones (zoomed)")
     online = [p for p in pts if p["policy"] != "oracle"]
     oracle = [p for p in pts if p["policy"] == "oracle"]
     if online and oracle:
         best = max(online, key=lambda p: p["per_deal"])
-        ax.annotate("", xy=(oracle[0]["per_deal"], 100 * best["win_rate"]),
-                    xytext=(best["per_deal"], 100 * best["win_rate"]),
-                    arrowprops=dict(arrowstyle="<->", color="grey"))
-        ax.text((best["per_deal"] + oracle[0]["per_deal"]) / 2, 100 * best["win_rate"] - 4,
-                f"{oracle[0]['per_deal'] - best['per_deal']:.1f} points per deal", ha="center", fontsize=9,
-                color="grey")
-    ax.set_xlabel("mean score per deal (a lost deal counts 0)")
-    ax.set_ylabel("win rate (%), 95% Wilson interval")
-    ax.set_title("What not seeing the stock costs (seed 2026; deals per policy in brackets)")
-    ax.set_xlim(-1, 25)
-    ax.set_ylim(-3, 103)
-    ax.grid(alpha=0.3)
+        y = 100 * best["win_rate"] - 0.6
+        zoom.annotate("", xy=(oracle[0]["per_deal"], y), xytext=(best["per_deal"], y),
+                      arrowprops=dict(arrowstyle="<->", color="grey"))
+        zoom.text((best["per_deal"] + oracle[0]["per_deal"]) / 2, y - 0.35,
+                  f"not seeing the stock: {oracle[0]['per_deal'] - best['per_deal']:.1f} points per deal",
+                  ha="center", fontsize=9, color="grey")
+    fig.suptitle("What not seeing the stock costs (deals of seed 2026; deals per policy in brackets)")
     fig.tight_layout()
     fig.savefig(args.out)
 
