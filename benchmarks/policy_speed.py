@@ -12,7 +12,7 @@ import time
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
-GAMES = {"greedy": 300_000, "random": 300_000, "heuristic": 40_000, "lookahead": 1_000, "rollout": 20}
+GAMES = {"greedy": 300_000, "random": 300_000, "heuristic": 40_000, "lookahead": 1_000, "rollout": 20, "planner": 1_000}
 
 
 def main() -> None:

@@ -44,6 +44,7 @@ BUILTIN = {
     "heuristic": "policies.heuristic",
     "lookahead": "policies.lookahead",
     "rollout": "policies.rollout",
+    "planner": "policies.planner",
 }
 """Built-in policy name -> the module that implements it."""
 
@@ -55,7 +56,7 @@ class PolicyInfo:
     name: str
     """Name used on the command line (``--policy NAME``)."""
     id: int
-    """The built-in's number: its place in BUILTIN (greedy 0, random 1, heuristic 2, lookahead 3, rollout 4)."""
+    """The built-in's number: its place in BUILTIN (greedy 0, random 1, heuristic 2, lookahead 3, rollout 4, planner 5)."""
     module: ModuleType
     """The module holding the compiled ``choose``."""
     description: str

@@ -641,6 +641,71 @@ def tune(
         typer.echo(f"wrote {out}")
 
 
+# --- sim train (sim/analysis/train.py) ---------------------------------------------
+
+
+@app.command()
+def train(
+    n: Annotated[str, typer.Option("-n", metavar="N", help="Training deals per round.")] = "20000",
+    seed: Annotated[int, typer.Option("--seed", min=0, metavar="SEED", help="Training seed (deals and exploration).")] = 21,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, metavar="N", help="Rounds of play and fit (the first plays lookahead).")] = 3,
+    explore: Annotated[float, typer.Option("--explore", metavar="P", help="Share of deals with one random placement, recorded from there on.")] = 0.5,
+    ridge: Annotated[float, typer.Option("--ridge", metavar="L", help="Ridge added to the least-squares fit (> 0).")] = 1.0,
+    loss: Annotated[float, typer.Option("--loss", metavar="V", help="Value of a lost deal in the targets and at planner's leaves (<= 0).")] = 0.0,
+    bootstrap: Annotated[float, typer.Option("--bootstrap", metavar="B", help="Share of each target taken from the backed-up values (fitted value iteration) instead of the deal's outcome.")] = 0.0,
+    decay: Annotated[float, typer.Option("--decay", metavar="D", help="Weight of an earlier round's positions, per round since (0 < D <= 1).")] = 1.0,
+    validation_seed: Annotated[Optional[int], typer.Option("--validation-seed", min=0, metavar="SEED", help="Seed of the held-out deals (default: seed + 1).")] = None,
+    validation_n: Annotated[str, typer.Option("--validation-n", metavar="N", help="Held-out deals played at the end.")] = "2000",
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Write the values (JSON) here, e.g. policies/data/planner.json.")] = None,
+    rule: RuleOpt = None,
+    quiet: QuietOpt = False,
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, show_default=False,
+                                         help="Tracebacks of failures.")] = 0,
+):
+    """Learn planner's values of positions by simulation, then play them on a held-out seed.
+
+    Each round plays the training deals (lookahead first, then planner with
+    the values so far), records every position with the deal's outcome and
+    fits the values by least squares. The file is a pure function of the
+    arguments; use it with --policy-arg values=FILE, or ship it as
+    policies/data/planner.json (the default values).
+
+    Example: sim train -n 20000 --seed 21 --rounds 3 --out policies/data/planner.json
+    """
+    from sim.analysis.tables import fmt_pct
+    from sim.analysis.train import train as run_train
+    from sim.jobs.files import write_json_atomic
+    from sim.jobs.logs import setup_logging
+
+    setup_logging(verbose, quiet)
+    count = _count(n)
+    held_out = _count(validation_n)
+    if ridge <= 0:
+        fail(f"--ridge must be > 0, got {ridge}")
+    report = None if quiet else (lambda r, s: typer.echo(
+        f"round {r}/{rounds}: {s['policy']} on {s['games']:,} deals of seed {seed}: win rate {fmt_pct(s['win_rate'])}, "
+        f"mean score per deal {s['mean_score_per_deal']:.2f}, {s['positions']:,} positions fitted", err=True))
+    try:
+        with library_errors(verbose):
+            result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge, loss=loss, bootstrap=bootstrap,
+                               decay=decay,
+                               validation_seed=validation_seed, validation_n=held_out, rules=parse_rules(rule),
+                               on_round=report)
+    except KeyboardInterrupt:
+        fail("interrupted; nothing written", 130)
+    if out is not None:
+        try:
+            write_json_atomic(out, result.as_json())
+        except OSError as e:
+            fail(f"cannot write {out}: {e.strerror or e}", 1)
+    lo, hi = result.validation_interval
+    typer.echo(f"held-out seed {result.validation_seed}, {result.validation_n:,} deals (planner with these values):")
+    typer.echo(f"  win rate            {fmt_pct(result.validation_win_rate)} (95% CI {fmt_pct(lo)} .. {fmt_pct(hi)})")
+    typer.echo(f"  mean score per deal {result.validation_mean_score:.2f} (a loss counts 0)")
+    if out is not None:
+        typer.echo(f"wrote {out}")
+
+
 # --- sim solve (sim/jobs/solve.py) ---------------------------------------------
 
 

@@ -1,0 +1,274 @@
+"""`sim train`: learn planner's values of positions by simulation (fitted Monte Carlo policy iteration).
+
+Each round plays games of the training seed, records every position after a
+placement (its features, as `policies.planner` reads them) together with
+the deal's final outcome (the score of a win, the loss value for a loss),
+and fits planner's linear value by least squares (a small ridge keeps
+buckets seldom seen near zero). The first round plays lookahead; later
+rounds play planner with the previous round's values, so the values come to
+estimate planner's own outcomes (policy iteration, as Neller et al. learned
+Poker Squares values by simulation). With `explore`, some games play one
+random placement at a random turn and record only from there on: positions
+a good player seldom reaches still get values, with outcomes of its own
+play after them.
+
+Everything is a pure function of the settings: the games are the seed's
+deals, the exploration draws come from a stream keyed by (seed, round,
+game), and the normal equations are summed in a fixed order, so a run gives
+the same file bit for bit.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+import policies.lookahead
+import policies.planner
+from policies.heuristic import DEFAULT_WEIGHTS, FEATURES as HEURISTIC_FEATURES, LOSS, WIN, evaluate, stock_prefix
+from policies.planner import (
+    FACE_DOWN_BUCKETS, FEATURE_SET, FORMAT, LINE_FEATURES, N_BUCKETS, N_WEIGHTS, TO_OPEN_BUCKETS, group,
+    validate_values, weights_to_params,
+)
+from sim import kernels as K
+from sim.engine.rules import Rules
+from sim.players.api import play_range, warm_up
+from sim.stats import wilson
+
+STREAM_EXPLORE = np.uint64(7)
+"""Stream id of the exploration draws (the deal and policy streams are 1 and 2)."""
+BASE_LOOKAHEAD = 0
+BASE_PLANNER = 1
+LINE_INDEX = np.array([HEURISTIC_FEATURES.index(f) for f in LINE_FEATURES], np.int64)
+
+
+@njit(cache=True)
+def _play(base, deck, state, rules, params, rng, moves, fired):
+    if base == BASE_LOOKAHEAD:
+        return K.play_turns(policies.lookahead.choose, deck, state, rules, params, rng, moves, fired)
+    return K.play_turns(policies.planner.choose, deck, state, rules, params, rng, moves, fired)
+
+
+@njit(cache=True)
+def _explore_play(base, deck, state, rules, params, rng, moves, fired, turn, pick):
+    """Play the deck, the turn `turn` on the pick-th legal cell (modulo their number); (end, played)."""
+    K.reset(state)
+    end, played = _play(base, deck[:turn], state, rules, params, rng, moves, fired)
+    if end != K.GOES_ON:
+        return end, played
+    card = deck[turn]
+    K.draw(state, card)
+    legal = K.legal_cells(state, rules)
+    cell = K.nth_cell(legal, pick % K.popcount(legal))
+    moves[turn] = cell
+    K.place(state, rules, cell, card)
+    end = K.end_of_turn(state, rules)
+    if end != K.GOES_ON:
+        return end, turn + 1
+    end, more = _play(base, deck[turn + 1:], state, rules, params, rng, moves[turn + 1:], fired[turn + 1:])
+    return end, turn + 1 + more
+
+
+@njit(cache=True)
+def self_play(seed, first_game, count, base, params, rules, explore, round_key, loss, bootstrap, xtx, xty, counts):
+    """Play `count` games of `seed` and add their positions to the normal equations.
+
+    xtx (N_WEIGHTS x N_WEIGHTS) and xty (N_WEIGHTS) gather the features and
+    outcomes of every position after a placement that does not end the
+    game. With `bootstrap` > 0 (planner only) a position's target mixes in
+    that share of its backed-up value: the expectation over the next card of
+    the best follow-up by the current values (fitted value iteration, far
+    less noisy than one deal's outcome). counts[0..2] gain the games, the wins and the sum of the scores
+    (losses 0), counts[3] the positions.
+    """
+    deck = np.empty(K.DECK_SIZE, np.int64)
+    state = np.empty(K.STATE_SIZE, np.int64)
+    moves = np.empty(K.DECK_SIZE + 1, np.int64)
+    fired = np.empty(K.DECK_SIZE, np.int64)
+    rng = np.empty(1, np.uint64)
+    xrng = np.empty(1, np.uint64)
+    prefix = np.empty(K.RANKS + 1, np.int64)
+    unit = np.zeros(len(HEURISTIC_FEATURES))
+    after = np.empty(K.STATE_SIZE, np.int64)
+    idx = np.empty(2 + len(LINE_INDEX), np.int64)
+    val = np.empty(2 + len(LINE_INDEX))
+    for i in range(count):
+        game = first_game + i
+        K.deal_into(seed, game, deck)
+        rng[0] = K.stream_start(seed, game, K.STREAM_POLICY)
+        xrng[0] = K.stream_start(seed ^ round_key, game, STREAM_EXPLORE)
+        start = 0
+        if K.next_u64(xrng) % np.uint64(1_000_000) < np.uint64(explore * 1_000_000):
+            start = 1 + K.next_below(xrng, 24)
+            end, played = _explore_play(base, deck, state, rules, params, rng, moves, fired, start,
+                                        K.next_below(xrng, 64))
+        else:
+            K.reset(state)
+            end, played = _play(base, deck, state, rules, params, rng, moves, fired)
+        outcome = loss
+        if end == K.END_WIN:
+            outcome = float(K.DECK_SIZE - played)
+            counts[1] += 1
+            counts[2] += outcome
+        counts[0] += 1
+        # Replay the game, recording each position from `start` on.
+        K.reset(state)
+        for t in range(played):
+            card = deck[t]
+            cell = moves[t]
+            K.draw(state, card)
+            if t >= start:
+                stock_prefix(state, prefix)
+                h0 = evaluate(state, rules, cell, card, unit, prefix)
+                if h0 < WIN and h0 > LOSS:
+                    bit = np.int64(1) << cell
+                    _, turn = K.placement_flips(state, cell, card)
+                    fd = K.popcount((state[K.FACE_DOWN] & ~bit) ^ turn)
+                    to_open = rules[K.RULE_GRID] * rules[K.RULE_GRID] - K.popcount(state[K.OCCUPIED] | bit)
+                    b = min(max(to_open, 0), TO_OPEN_BUCKETS - 1) * FACE_DOWN_BUCKETS + min(fd, FACE_DOWN_BUCKETS - 1)
+                    idx[0] = b
+                    val[0] = 1.0
+                    idx[1] = N_BUCKETS + b
+                    val[1] = float(state[K.STOCK_LEFT])
+                    for j in range(len(LINE_INDEX)):
+                        unit[LINE_INDEX[j]] = 1.0
+                        idx[2 + j] = 2 * N_BUCKETS + group(to_open, fd) * len(LINE_INDEX) + j
+                        val[2 + j] = evaluate(state, rules, cell, card, unit, prefix)
+                        unit[LINE_INDEX[j]] = 0.0
+                    target = outcome
+                    if bootstrap > 0.0 and base == BASE_PLANNER:
+                        after[:] = state
+                        K.place(after, rules, cell, card)
+                        backed = loss
+                        if after[K.STOCK_LEFT] > 0:
+                            backed = policies.planner.expected_value(after, rules, params, prefix)
+                        target = (1.0 - bootstrap) * outcome + bootstrap * backed
+                    for a in range(len(idx)):
+                        xty[idx[a]] += val[a] * target
+                        for c in range(len(idx)):
+                            xtx[idx[a], idx[c]] += val[a] * val[c]
+                    counts[3] += 1
+            K.place(state, rules, cell, card)
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """Learned values of planner and how well they play."""
+
+    weights: tuple[float, ...]
+    """The learned weight of each feature (policies.planner.FEATURE_SET order)."""
+    loss: float
+    """Value of a lost deal, in the training targets and at planner's leaves."""
+    history: tuple[dict, ...]
+    """Per round: the policy played, its games, win rate, mean score per deal and positions recorded."""
+    validation_seed: int
+    """Seed of the held-out deals (never played in training)."""
+    validation_n: int
+    """Held-out deals played."""
+    validation_wins: int
+    """Held-out deals won."""
+    validation_mean_score: float
+    """Mean score per held-out deal, a loss counting 0."""
+    settings: dict = field(default_factory=dict)
+    """The arguments that produced this result."""
+
+    @property
+    def validation_win_rate(self) -> float:
+        """Share of the held-out deals won."""
+        return self.validation_wins / self.validation_n if self.validation_n else math.nan
+
+    @property
+    def validation_interval(self) -> tuple[float, float]:
+        """95% Wilson interval of the held-out win rate."""
+        return wilson(self.validation_wins, self.validation_n)
+
+    def as_json(self) -> dict:
+        """The values file: format, features, weights, and how they were made and validated."""
+        return {
+            "format": FORMAT,
+            "features": list(FEATURE_SET),
+            "weights": list(self.weights),
+            "loss": self.loss,
+            "settings": self.settings,
+            "history": list(self.history),
+            "validation": {
+                "seed": self.validation_seed, "n": self.validation_n, "wins": self.validation_wins,
+                "win_rate": self.validation_win_rate, "interval": list(self.validation_interval),
+                "mean_score_per_deal": self.validation_mean_score,
+            },
+        }
+
+
+def fit(xtx: np.ndarray, xty: np.ndarray, ridge: float) -> np.ndarray:
+    """Least-squares weights from the normal equations, with a ridge on every weight."""
+    a = xtx + ridge * np.eye(len(xty))
+    return np.linalg.solve(a, xty)
+
+
+def _round_weights(w: np.ndarray) -> np.ndarray:
+    """Weights rounded to 6 decimals: short, exact in the file, and the same on every machine."""
+    return np.round(w, 6) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5, loss: float = 0.0,
+          ridge: float = 1.0, bootstrap: float = 0.0, decay: float = 1.0,
+          validation_seed: int | None = None, validation_n: int = 2_000,
+          rules: Rules | None = None, on_round=None) -> TrainResult:
+    """Learn planner's values on `n` deals of `seed` per round; validate on another seed.
+
+    Each fit uses every round's positions so far, those of earlier rounds
+    weighted by `decay` per round since. `on_round(round, summary)` hears
+    each round's summary (as in `history`).
+    """
+    if n < 1 or rounds < 1 or validation_n < 1:
+        raise ValueError("n, rounds and validation_n must be at least 1")
+    if not 0.0 <= explore <= 1.0:
+        raise ValueError(f"explore must be in 0..1, got {explore}")
+    if not (math.isfinite(loss) and loss <= 0.0):
+        raise ValueError(f"loss must be a number <= 0, got {loss}")
+    if not 0.0 < decay <= 1.0:
+        raise ValueError(f"decay must be in (0, 1], got {decay}")
+    if not 0.0 <= bootstrap <= 1.0:
+        raise ValueError(f"bootstrap must be in 0..1, got {bootstrap}")
+    if not (math.isfinite(ridge) and ridge > 0.0):
+        raise ValueError(f"ridge must be a number > 0, got {ridge}")
+    rules = rules or Rules()
+    validation_seed = seed + 1 if validation_seed is None else validation_seed
+    if validation_seed == seed:
+        raise ValueError("the validation seed must differ from the training seed")
+    rules_array = rules.as_array()
+    weights = None
+    history = []
+    xtx = np.zeros((N_WEIGHTS, N_WEIGHTS))  # every round's positions: the fit does not swing
+    xty = np.zeros(N_WEIGHTS)
+    for r in range(rounds):
+        xtx *= decay  # earlier rounds' positions count less: they come from weaker play
+        xty *= decay
+        counts = np.zeros(4)
+        if weights is None:
+            base, params, name = BASE_LOOKAHEAD, DEFAULT_WEIGHTS.astype(np.float64), "lookahead"
+        else:
+            base, name = BASE_PLANNER, "planner"
+            params = np.array(weights_to_params(weights, loss), np.float64)
+        self_play(seed, 0, n, base, params, rules_array, explore, np.uint64(r + 1), loss, bootstrap, xtx, xty, counts)
+        weights = _round_weights(fit(xtx, xty, ridge))
+        summary = {"round": r + 1, "policy": name, "games": int(counts[0]), "win_rate": counts[1] / counts[0],
+                   "mean_score_per_deal": counts[2] / counts[0], "positions": int(counts[3])}
+        history.append(summary)
+        if on_round is not None:
+            on_round(r + 1, summary)
+    params = validate_values({"format": FORMAT, "features": list(FEATURE_SET), "weights": weights.tolist(),
+                              "loss": loss}, "trained")
+    warm_up("planner")
+    cols = play_range(validation_seed, 0, validation_n, "planner", rules, params=np.array(params))
+    wins = int(cols.won.sum())
+    mean_score = float(np.where(cols.won, cols.score, 0).sum()) / validation_n
+    return TrainResult(
+        weights=tuple(float(w) for w in weights), loss=float(loss), history=tuple(history),
+        validation_seed=validation_seed, validation_n=validation_n, validation_wins=wins,
+        validation_mean_score=mean_score,
+        settings={"n": n, "seed": seed, "rounds": rounds, "explore": explore, "loss": loss, "ridge": ridge,
+                  "bootstrap": bootstrap, "decay": decay,
+                  "validation_seed": validation_seed, "validation_n": validation_n, "rules": rules.as_dict()},
+    )
