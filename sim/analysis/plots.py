@@ -206,32 +206,45 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
     return fig
 
 
-def frontier_figure(labels, rates, lows, highs, per_deal, title: str, caption: str = ""):
+def frontier_figure(labels, rates, lows, highs, per_deal, title: str, caption: str = "", games=None):
     """Win rate (95% interval) against mean score per deal (a lost deal counting 0), one point per run.
 
-    The two aims of play side by side: up is safer, right scores more.
-    Perfect information (the oracle) marks the corner no online player can pass.
+    The two aims of play side by side: up is safer, right scores more. When
+    strong runs (90% wins or more) crowd the top beside weaker ones, a second
+    panel shows them zoomed. `games` (each run's deals) go into the labels.
     """
     import numpy as np
 
     k = len(labels)
-    fig = _figure(7.5, 5.4)
-    ax = fig.subplots()
     rates, lows, highs = (100 * np.asarray(v, float) for v in (rates, lows, highs))
     x = np.asarray(per_deal, float)
-    for i in range(k):
-        ax.errorbar([x[i]], [rates[i]], yerr=[[rates[i] - lows[i]], [highs[i] - rates[i]]], fmt="o",
-                    capsize=4, color=_colour(i), markersize=7, label=str(labels[i]))
-        ax.annotate(f"{labels[i]}\n{_percent(rates[i])}, {x[i]:.2f}", (x[i], rates[i]), textcoords="offset points",
-                    xytext=(7, -4 if i % 2 else 4), ha="left", va="center", fontsize="x-small")
+    names = [str(v) if games is None else f"{v} ({games[i]:,})" for i, v in enumerate(labels)]
+    strong = [i for i in range(k) if rates[i] >= 90]
+    zoom = len(strong) >= 2 and len(strong) < k
+    fig = _figure(12 if zoom else 7.5, 5.4)
+    axes = fig.subplots(1, 2, width_ratios=[1, 1.2]) if zoom else [fig.subplots()]
+    for ax, shown in zip(axes, [range(k), strong] if zoom else [range(k)]):
+        for i in shown:
+            ax.errorbar([x[i]], [rates[i]], yerr=[[rates[i] - lows[i]], [highs[i] - rates[i]]], fmt="o",
+                        capsize=4, color=_colour(i), markersize=7)
+            if ax is axes[-1] or i not in strong:
+                ax.annotate(f"{names[i]}\n{_percent(rates[i])}, {x[i]:.2f}", (x[i], rates[i]),
+                            textcoords="offset points", xytext=(7, 0), ha="left", va="center", fontsize="x-small")
+        ax.set_xlabel("mean score per deal (a lost deal counts 0)")
+        ax.grid(alpha=0.3)
     right = max(1.0, float(np.nanmax(x)) if k else 1.0)
-    ax.set_xlim(0, right * 1.22 + 0.5)
-    ax.set_ylim(0, 105)
-    ax.set_yticks(range(0, 101, 20))
-    ax.set_xlabel("mean score per deal (a lost deal counts 0)")
-    ax.set_ylabel("win rate, % (95% Wilson interval)")
-    ax.set_title(title, fontsize="medium")
-    ax.grid(alpha=0.3)
+    axes[0].set_xlim(0, right * 1.25 + 0.5)
+    axes[0].set_ylim(0, 105)
+    axes[0].set_yticks(range(0, 101, 20))
+    axes[0].set_ylabel("win rate, % (95% Wilson interval)")
+    if zoom:
+        xs = x[strong]
+        span = max(1.0, float(xs.max() - xs.min()))
+        axes[1].set_xlim(xs.min() - 0.08 * span, xs.max() + 0.3 * span)
+        low = float(np.nanmin(lows[strong]))
+        axes[1].set_ylim(low - 0.1 * (100.5 - low), 100.0 + 0.1 * (100.5 - low))
+        axes[1].set_title("the runs with 90% wins or more, zoomed", fontsize="medium")
+    axes[0].set_title(title + (": all runs" if zoom else ""), fontsize="medium")
     _caption(fig, caption)
     return fig
 
@@ -412,7 +425,10 @@ def compare_figures(comparison, reports) -> dict:
         "paired_difference": paired_difference_figure(comparison.pairs, comparison.n, caption),
         "frontier": frontier_figure(labels, [a.win_rate for a in arms], [a.win_rate_low for a in arms],
                                     [a.win_rate_high for a in arms], [a.score_per_deal for a in arms],
-                                    f"Win rate against score per deal, on {deals}", caption=caption),
+                                    "Win rate against score per deal" + ("" if comparison.same_size else
+                                                                         " (deals per run in brackets)"),
+                                    caption=caption, games=None if comparison.same_size else
+                                    [a.games for a in arms]),
     }
     if games:
         figures["score_distribution"] = score_distribution_figure(reports, labels, overlay=True, caption=caption)
