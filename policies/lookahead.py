@@ -430,6 +430,27 @@ def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, 
 
 
 @njit(cache=True)
+def _scratch():
+    """The per-position arrays `_prepare` fills and `_best_follow_ups` reads, allocated once per turn."""
+    return (np.empty(2 * SIDE, np.int64), np.empty(2 * SIDE, np.int64), np.empty(2 * SIDE, np.int64),
+            np.empty(2 * SIDE, np.int64), np.empty(2 * SIDE, np.float64), np.empty(2 * SIDE, np.float64),
+            np.empty(RANKS + 1, np.float64), np.empty(2 * CELLS, np.int64), np.empty(2 * CELLS, np.int64),
+            np.empty(2 * CELLS, np.float64), np.empty(2 * CELLS, np.float64), np.empty(2 * CELLS, np.float64))
+
+
+@njit(cache=True)
+def _follow_ups(after, rules, weights, table, best, scratch, status, cell_value, floor, near):
+    """`_prepare` then `_best_follow_ups` for the position `after`, in the arrays of `_scratch`."""
+    (line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
+     flip_lo, flip_hi, flip_in, flip_out, flip_gain) = scratch
+    _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
+             flip_lo, flip_hi, flip_in, flip_out, flip_gain)
+    _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_lo, line_hi,
+                     line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status,
+                     cell_value, floor, near)
+
+
+@njit(cache=True)
 def rank_bests(after, rules, weights):
     """best[r] for r = 1..10: the best leaf once rank r is drawn from `after`, to within `_margin`.
 
@@ -440,23 +461,9 @@ def rank_bests(after, rules, weights):
     table = np.zeros((2, FLIPS, NONE_LO + 1, RANKS + 1), np.float64)
     _line_tables(prefix, weights, table)
     best = np.empty(RANKS + 1, np.float64)
-    line_ups = np.empty(2 * SIDE, np.int64)
-    line_fd_ups = np.empty(2 * SIDE, np.int64)
-    line_lo = np.empty(2 * SIDE, np.int64)
-    line_hi = np.empty(2 * SIDE, np.int64)
-    line_in = np.empty(2 * SIDE, np.float64)
-    line_out = np.empty(2 * SIDE, np.float64)
-    base = np.empty(RANKS + 1, np.float64)
-    flip_lo = np.empty(2 * CELLS, np.int64)
-    flip_hi = np.empty(2 * CELLS, np.int64)
-    flip_in = np.empty(2 * CELLS, np.float64)
-    flip_out = np.empty(2 * CELLS, np.float64)
-    flip_gain = np.empty(2 * CELLS, np.float64)
-    _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
-             flip_lo, flip_hi, flip_in, flip_out, flip_gain)
-    _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_lo, line_hi,
-                     line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain,
-                     np.empty(4, np.int64), np.empty(4, np.float64), np.zeros(RANKS + 1), np.zeros(RANKS + 1, np.int64))
+    scratch = _scratch()
+    _follow_ups(after, rules, weights, table, best, scratch, np.empty(4, np.int64), np.empty(4, np.float64),
+                np.zeros(RANKS + 1), np.zeros(RANKS + 1, np.int64))
     return best
 
 
@@ -527,18 +534,7 @@ def choose(state, rules, card, legal, rng, params):
     table = np.zeros((2, FLIPS, NONE_LO + 1, RANKS + 1), np.float64)  # zeros where no line can be
     _line_tables(prefix, params, table)
     best = np.empty(RANKS + 1, np.float64)
-    line_ups = np.empty(2 * SIDE, np.int64)
-    line_fd_ups = np.empty(2 * SIDE, np.int64)
-    line_lo = np.empty(2 * SIDE, np.int64)
-    line_hi = np.empty(2 * SIDE, np.int64)
-    line_in = np.empty(2 * SIDE, np.float64)
-    line_out = np.empty(2 * SIDE, np.float64)
-    base = np.empty(RANKS + 1, np.float64)
-    flip_lo = np.empty(2 * CELLS, np.int64)
-    flip_hi = np.empty(2 * CELLS, np.int64)
-    flip_in = np.empty(2 * CELLS, np.float64)
-    flip_out = np.empty(2 * CELLS, np.float64)
-    flip_gain = np.empty(2 * CELLS, np.float64)
+    scratch = _scratch()
     status = np.empty(4, np.int64)
     cell_value = np.empty(4, np.float64)
     no_floor = np.zeros(RANKS + 1, np.float64)
@@ -553,11 +549,7 @@ def choose(state, rules, card, legal, rng, params):
             continue
         after[:] = state
         place(after, rules, roots[i], card)
-        _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
-                 flip_lo, flip_hi, flip_in, flip_out, flip_gain)
-        _best_follow_ups(after, rules, params, table, best, line_ups, line_fd_ups, line_lo, line_hi,
-                         line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status,
-                         cell_value, no_floor, near)
+        _follow_ups(after, rules, params, table, best, scratch, status, cell_value, no_floor, near)
         ev = 0.0
         for r in range(1, RANKS + 1):
             ev += after[STOCK + r] * best[r]
@@ -583,14 +575,10 @@ def choose(state, rules, card, legal, rng, params):
         if estimate[i] >= top - 2 * margin:
             after[:] = state
             place(after, rules, roots[i], card)
-            _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
-                     flip_lo, flip_hi, flip_in, flip_out, flip_gain)
             floor[0] = 1.0
             for r in range(1, RANKS + 1):
                 floor[r] = bests[i, r] - 2 * margin
-            _best_follow_ups(after, rules, params, table, best, line_ups, line_fd_ups, line_lo, line_hi,
-                             line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status,
-                             cell_value, floor, near)
+            _follow_ups(after, rules, params, table, best, scratch, status, cell_value, floor, near)
             v = _exact_expectation(after, rules, params, exact_prefix, near)
             if v > best_value:
                 best_value = v
