@@ -32,16 +32,47 @@ def read_games():
     return games_of
 
 
-def pytest_configure(config):
-    """Before any test worker starts (pytest-xdist), settle numba's cache once, in one process.
+WARM_UP_GROUPS = (("lookahead", "planner", "train"), ("rollout", "oracle"))
+"""Policies the suite plays (and `sim train`'s self-play), compiled before the test workers start,
+one group per process.
 
-    Workers then find it in step with the sources and never clean it under
-    each other; greedy's game loop, which most test files play, is compiled
-    here so that two workers do not both compile it at once.
+The groups share nothing but what the main process has already compiled
+(the kernels, greedy and heuristic), so the two processes never write the
+same cache files. Training plays lookahead and planner inside a compiled
+function of its own, which numba compiles anew around them, so it goes in
+their group."""
+
+_WARM_UP = """
+import sys
+from sim.players.api import warm_up
+for name in sys.argv[1:]:
+    if name == "train":
+        from sim.analysis.train import train
+        train(n=2, rounds=2, validation_n=2)
+    else:
+        warm_up(name)
+"""
+
+
+def pytest_configure(config):
+    """Before any test worker starts (pytest-xdist), fill numba's cache, without duplicate work.
+
+    Workers then find the cache in step with the sources and never clean it
+    under each other. Compiling is most of the suite's cost in a fresh
+    clone, and two workers that need the same policy at the same time would
+    both compile it; here every built-in policy is compiled exactly once, the
+    costly ones in two processes side by side, so the test workers only load
+    them.
     """
     if hasattr(config, "workerinput") or config.option.collectonly:
         return
     if getattr(config.option, "numprocesses", None):
+        import subprocess
+
         from sim.players.api import warm_up
 
         warm_up("greedy")
+        warm_up("heuristic")
+        procs = [subprocess.Popen([sys.executable, "-c", _WARM_UP, *group]) for group in WARM_UP_GROUPS]
+        if any(p.wait() for p in procs):
+            raise pytest.UsageError("compiling the built-in policies before the tests failed (see above)")
