@@ -85,9 +85,9 @@ class _Search:
         self.best = 0  # turn of its best win, 0 for none
         self.best_moves: tuple[int, ...] | None = None
 
-    def start(self, deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp):
+    def start(self, deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp, use_ranks=True):
         search_init(deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp, self.ctl, self.states,
-                    self.moves, self.nmoves, self.nexts, self.line)
+                    self.moves, self.nmoves, self.nexts, self.line, K.DECK_SIZE if use_ranks else 0)
 
     @property
     def status(self) -> int:
@@ -157,7 +157,7 @@ class Solver:
 
     def solve(self, cards: np.ndarray, rules: Rules, *, first_win: bool = False, node_limit: int | None = None,
               time_limit: float | None = None, horizon: int = K.DECK_SIZE, use_tt: bool = True,
-              use_sym: bool = True) -> SolveResult:
+              use_sym: bool = True, use_ranks: bool = True) -> SolveResult:
         """Solve one checked deck (uint8 ranks) under `rules`; the options are `solve`'s."""
         t0 = time.perf_counter()
         deadline = None if time_limit is None else t0 + time_limit
@@ -192,13 +192,13 @@ class Solver:
         level = floor + 1
         least_on = level <= horizon + 1
         if least_on:
-            least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp())
+            least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp(), use_ranks)
         # The any-win searches: one per (limit, ordering) of ANY_WIN, limits capped by the best win known.
         anys = []
         for x, (extra, order) in zip(self.any_win, ANY_WIN):
             limit = min(horizon + 1 if extra is None else floor + 1 + extra, best or horizon + 1)
             if limit > floor and (limit, order) not in [(y.limit, y.ctl[CTL_ORDER]) for y in anys]:
-                x.start(deck, r, limit, order, first_win, use_tt, use_sym, self._stamp())
+                x.start(deck, r, limit, order, first_win, use_tt, use_sym, self._stamp(), use_ranks)
                 anys.append(x)
 
         def any_finished(x):
@@ -255,7 +255,8 @@ class Solver:
                             lost = lost or not best
                         else:
                             level += 1
-                            least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp())
+                            least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp(),
+                                        use_ranks)
             if not least_on and not any(x.status == RUNNING for x in anys):
                 break
             round_nodes *= 2
@@ -283,7 +284,7 @@ def shared_solver() -> Solver:
 
 def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit: int | None = None,
           time_limit: float | None = None, *, horizon: int = K.DECK_SIZE, transpositions: bool = True,
-          symmetry: bool = True) -> SolveResult:
+          symmetry: bool = True, rank_parity: bool = True) -> SolveResult:
     """Search every line of play of `deck` (40 ranks in draw order) with the stock order known.
 
     - ``first_win``: stop at the first win (winnability only); otherwise go on
@@ -294,6 +295,8 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
       for tests); a win must come by then. Scores stay ``40 - cards played``.
     - ``transpositions``, ``symmetry``: switch the transposition table, or
       only its symmetry and translation canonicalization, off (for tests).
+    - ``rank_parity``: switch pruning rule 2c (line parities from the ranks
+      of the cards to come, docs/solver.md) off (for tests and measurements).
     """
     cards = validate_deck(deck)
     rules = Rules() if rules is None else rules
@@ -308,4 +311,5 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
         raise ValueError(f"horizon must be in 1..40, not {horizon!r}")
     return shared_solver().solve(cards, rules, first_win=bool(first_win),
                                  node_limit=None if node_limit is None else int(node_limit), time_limit=time_limit,
-                                 horizon=int(horizon), use_tt=bool(transpositions), use_sym=bool(symmetry))
+                                 horizon=int(horizon), use_tt=bool(transpositions), use_sym=bool(symmetry),
+                                 use_ranks=bool(rank_parity))
