@@ -37,7 +37,8 @@ CTL_ORDER = 11  # move ordering: ORDER_GREEDY or ORDER_NEW_PILE
 CTL_TT_DEPTH = 12  # positions after more cards than this skip the table
 CTL_STOP_AT_WIN = 13  # stop at the first win (else: branch and bound)
 CTL_USE_RANKS = 14  # rule 2c (line parities from the ranks to come) with at most this many cards to come; 0: off
-CTL_SIZE = 15
+CTL_ENDGAME = 15  # the last this many cards (no slack, full box) go to `_endgame`; 0: never
+CTL_SIZE = 16
 
 ORDER_GREEDY = 0  # greedy's key: fewest face-down after, then a new pile, then the lowest cell
 ORDER_NEW_PILE = 1  # a new pile first, then fewest face-down after, then the lowest cell
@@ -46,9 +47,14 @@ MAX_DEPTH = K.DECK_SIZE + 1
 MAX_MOVES = K.CELLS
 LINES = 2 * K.SIDE  # rows 0..6, then columns 0..6
 SEEN_AT = MAX_MOVES + 18 + MAX_DEPTH + 1
-SCRATCH = SEEN_AT + (MAX_DEPTH + 1) * LINES
+ENDGAME_CARDS = 5
+"""By default the last 5 cards of a line with no slack are placed by `_endgame` (measured: 4 and 6 are slower)."""
+ENDGAME_AT = SEEN_AT + (MAX_DEPTH + 1) * LINES
+ENDGAME_MAX = 8  # `_endgame` takes at most this many cards
+SCRATCH = ENDGAME_AT + 5 * ENDGAME_MAX
 """search_run's space: move keys, union-find parents and parities, the ranks to come from each turn,
-and, kept from one call to the next, the ranks placed in each line of each position on the stack."""
+`_endgame`'s stack and, kept from one call to the next, the ranks placed in each line of each
+position on the stack."""
 KEY_WORDS = 3
 FRAME = 4  # the canonical frame: 4 x 4 cells, whatever the grid option
 TT_DEPTH = 8
@@ -369,6 +375,90 @@ def _need(state, rules, target, slack, ranks, lines_seen, deck, t, limit, parent
 
 
 @njit(cache=True, inline="always")
+def _endgame(state, rules, deck, t, k, line, work):
+    """Is there a win in exactly `k` more cards, each opening a pile inside the full box?
+    Returns (won, placements tried); a win's cells go to line[t : t+k].
+
+    Rule 5 (docs/solver.md): with no slack and a box that already
+    spans `grid` rows and columns, every card to come opens a pile on one
+    of the box's empty cells, and the game's state needs only three masks
+    (occupied, face down, and the legal empty cells). This plain depth-first
+    search over them places the cards exactly as `K.place` would (the row
+    and column checks compare with the face-up others' ranks, from the
+    `K.ranks_above_and_equal` masks of the tops and of the cards it placed),
+    cutting a line only when it loses at once (rule 1) or leaves a face-down
+    top with no empty cell left in its row or column (rule 2b's simplest
+    case: no check can turn it up). `work` holds 5 * ENDGAME_MAX int64.
+    """
+    occ = work[0:ENDGAME_MAX]
+    down = work[ENDGAME_MAX:2 * ENDGAME_MAX]
+    legal = work[2 * ENDGAME_MAX:3 * ENDGAME_MAX]
+    avail = work[3 * ENDGAME_MAX:4 * ENDGAME_MAX]
+    cells = work[4 * ENDGAME_MAX:5 * ENDGAME_MAX]
+    max_fd = rules[K.RULE_MAX_FACE_DOWN]
+    grid = rules[K.RULE_GRID]
+    box = K.BAND_ROWS[state[K.MIN_ROW] * K.SIDE + state[K.MIN_ROW] + grid - 1] \
+        & K.BAND_COLS[state[K.MIN_COL] * K.SIDE + state[K.MIN_COL] + grid - 1]
+    occ[0] = state[K.OCCUPIED]
+    down[0] = state[K.FACE_DOWN]
+    legal[0] = state[K.OPEN] & box
+    avail[0] = legal[0]
+    tried = 0
+    j = 0
+    while j >= 0:
+        if avail[j] == 0:
+            j -= 1
+            continue
+        y = K.lowest_cell(avail[j])
+        bit = np.int64(1) << y
+        avail[j] &= ~bit
+        v = deck[t + j]
+        # tops ranked >= v and <= v: the table's tops, then the cards placed here before
+        above, same = K.ranks_above_and_equal(state, v)
+        ge = above | same
+        le = state[K.OCCUPIED] & ~above
+        for i in range(j):
+            w = deck[t + i]
+            ge |= (np.int64(1) << cells[i]) & -np.int64(w >= v)
+            le |= (np.int64(1) << cells[i]) & -np.int64(w <= v)
+        up = occ[j] & ~down[j]
+        row = K.ROW_OTHERS_OF[y] & occ[j]
+        col = K.COL_OTHERS_OF[y] & occ[j]
+        turn = np.int64(0)
+        if (row & up & ge) == 0 or (row & up & le) == 0:
+            turn |= row
+        if (col & up & ge) == 0 or (col & up & le) == 0:
+            turn |= col
+        nd = down[j] ^ turn
+        tried += 1
+        if K.popcount(nd) > max_fd:
+            continue  # rule 1
+        cells[j] = y
+        if j == k - 1:
+            if nd == 0:
+                for i in range(k):
+                    line[t + i] = cells[i]
+                return True, tried
+            continue
+        no = occ[j] | bit
+        empty = box & ~no
+        reach = np.int64(0)  # the rows and columns of the empty cells
+        m = empty
+        while m:
+            e = K.lowest_cell(m)
+            m &= m - 1
+            reach |= K.ROW_MASK[K.ROW_OF[e]] | K.COL_MASK[K.COL_OF[e]]
+        if nd & ~reach:
+            continue  # a face-down top no check can reach any more
+        occ[j + 1] = no
+        down[j + 1] = nd
+        legal[j + 1] = (legal[j] | (K.neighbours(y, rules) & empty)) & ~bit
+        avail[j + 1] = legal[j + 1]
+        j += 1
+    return False, tried
+
+
+@njit(cache=True, inline="always")
 def _gen_moves(state, rules, card, turn, limit, target, order, moves, d, keys):
     """Sorted moves for placing `card` at turn `turn` (rules 1 and 2 applied); returns how many."""
     legal = K.legal_cells(state, rules)
@@ -421,10 +511,11 @@ def _ranks_to_come(deck, limit, use_ranks, out):
 
 @njit(cache=True)
 def search_init(deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp,
-                ctl, states, moves, nmoves, nexts, line, use_ranks=K.DECK_SIZE):
+                ctl, states, moves, nmoves, nexts, line, use_ranks=K.DECK_SIZE, endgame=ENDGAME_CARDS):
     """Set up a search of `deck` for a win before turn `limit` (root: the empty table, turn 0).
 
-    Rule 2c applies where at most `use_ranks` cards are to come (0: never).
+    Rule 2c applies where at most `use_ranks` cards are to come (0: never);
+    `_endgame` (rule 5) places the last `endgame` cards (0: never, at most ENDGAME_MAX).
     """
     ctl[:] = 0
     grid = rules[K.RULE_GRID]
@@ -435,6 +526,7 @@ def search_init(deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp,
     ctl[CTL_USE_TT] = use_tt
     ctl[CTL_USE_SYM] = use_sym
     ctl[CTL_USE_RANKS] = use_ranks
+    ctl[CTL_ENDGAME] = min(endgame, ENDGAME_MAX)
     ctl[CTL_STAMP] = stamp
     ctl[CTL_FLOOR] = grid * grid
     K.reset(states[0])
@@ -470,8 +562,11 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
     uf_parent = scratch[MAX_MOVES:MAX_MOVES + 9]
     uf_parity = scratch[MAX_MOVES + 9:MAX_MOVES + 18]
     to_come = scratch[MAX_MOVES + 18:SEEN_AT]
-    seen = scratch[SEEN_AT:SCRATCH].reshape((MAX_DEPTH + 1, LINES))
+    seen = scratch[SEEN_AT:ENDGAME_AT].reshape((MAX_DEPTH + 1, LINES))
     seen[0, :] = 0  # the root, the empty table
+    endgame_work = scratch[ENDGAME_AT:SCRATCH]
+    endgame = ctl[CTL_ENDGAME]
+    grid = rules[K.RULE_GRID]
     target = ctl[CTL_FLOOR]
     use_tt = ctl[CTL_USE_TT]
     use_sym = ctl[CTL_USE_SYM]
@@ -529,6 +624,22 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
         if t + _need(child, rules, target, slack, to_come[t], seen[t], deck, t, limit, uf_parent,
                         uf_parity) >= limit:
             continue  # rule 2 (rule 1 was applied when the move was generated)
+        if slack == 0 and target - child[K.PILES] <= endgame and child[K.MAX_ROW] - child[K.MIN_ROW] + 1 == grid \
+                and child[K.MAX_COL] - child[K.MIN_COL] + 1 == grid:
+            # Rule 5: the last cards, each on an empty cell of the box, by `_endgame`.
+            k = target - child[K.PILES]
+            won, tried = _endgame(child, rules, deck, t, k, line, endgame_work)
+            nodes += tried
+            if won:
+                best_line[:] = -1
+                best_line[:t + k] = line[:t + k]
+                ctl[CTL_BEST] = t + k
+                limit = t + k
+                if stop_at_win or limit <= target:
+                    ctl[CTL_STATUS] = STOPPED_AT_WIN
+                    break
+                _ranks_to_come(deck, limit, use_ranks, to_come)
+            continue
         tt_here = use_tt and (t <= tt_depth or slack > 0)
         tabled[t] = tt_here
         if tt_here:
