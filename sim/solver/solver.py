@@ -12,8 +12,9 @@ and a "least cards" search by iterative deepening on the winning turn,
 which proves the best score. Pruning: moves that lose at once, a turn
 bound raised by line parity (and, with no slack, by the ranks to come),
 and a transposition table keyed over translations and the 8 symmetries;
-the last few cards of a line with no slack go to a search over masks. docs/solver.md gives the whole design
-and argues why no pruning rule loses a win.
+the last few cards of a line with no slack go to a search over masks.
+docs/solver.md gives the whole design and argues why no pruning rule loses
+a win.
 """
 
 import math
