@@ -9,6 +9,7 @@ kernels, and greedy's opening game runs the engine's turn loop.
 """
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import leading_zeros
 
 import policies.greedy
 from sim import kernels as K
@@ -35,14 +36,25 @@ CTL_TT_STORES = 10
 CTL_ORDER = 11  # move ordering: ORDER_GREEDY or ORDER_NEW_PILE
 CTL_TT_DEPTH = 12  # positions after more cards than this skip the table
 CTL_STOP_AT_WIN = 13  # stop at the first win (else: branch and bound)
-CTL_SIZE = 14
+CTL_USE_RANKS = 14  # rule 2c (line parities from the ranks to come) with at most this many cards to come; 0: off
+CTL_ENDGAME = 15  # the last this many cards (no slack, full box) go to `_endgame`; 0: never
+CTL_SIZE = 16
 
 ORDER_GREEDY = 0  # greedy's key: fewest face-down after, then a new pile, then the lowest cell
 ORDER_NEW_PILE = 1  # a new pile first, then fewest face-down after, then the lowest cell
 
 MAX_DEPTH = K.DECK_SIZE + 1
 MAX_MOVES = K.CELLS
-SCRATCH = MAX_MOVES + 18  # search_run's work space: move keys, union-find parents and parities
+LINES = 2 * K.SIDE  # rows 0..6, then columns 0..6
+SEEN_AT = MAX_MOVES + 18 + MAX_DEPTH + 1
+ENDGAME_CARDS = 5
+"""By default the last 5 cards of a line with no slack are placed by `_endgame` (measured: 4 and 6 are slower)."""
+ENDGAME_AT = SEEN_AT + (MAX_DEPTH + 1) * LINES
+ENDGAME_MAX = 8  # `_endgame` takes at most this many cards
+SCRATCH = ENDGAME_AT + 5 * ENDGAME_MAX
+"""search_run's space: move keys, union-find parents and parities, the ranks to come from each turn,
+`_endgame`'s stack and, kept from one call to the next, the ranks placed in each line of each
+position on the stack."""
 KEY_WORDS = 3
 FRAME = 4  # the canonical frame: 4 x 4 cells, whatever the grid option
 TT_DEPTH = 8
@@ -183,17 +195,19 @@ def _find(parent, parity, x):
 
 
 @njit(cache=True, inline="always")
-def _consistent(state, r0, c0, closed, skip, parent, parity):
-    """Do the line-parity equations of rule 2b have a solution?
+def _consistent(state, r0, c0, closed, odd, skip, parent, parity):
+    """Do the line-parity equations of rules 2b and 2c have a solution?
 
     Nodes 0..3 are the box's rows, 4..7 its columns, 8 is "F = 0"; bit i of
-    `closed` ties line i to node 8. The top card on `skip` (-1: none) has no
-    equation (it gets covered).
+    `closed` ties line i to node 8 with the parity in bit i of `odd` (F = 0
+    for a line that gets no card, rule 2b; F = 1 for a line whose odd
+    number of placements all fire, rule 2c). The top card on `skip` (-1:
+    none) has no equation (it gets covered).
     """
     zero = 8
     for i in range(9):
         parent[i] = zero if (closed >> i) & 1 else i
-        parity[i] = 0
+        parity[i] = (odd >> i) & 1
     down = state[K.FACE_DOWN]
     m = state[K.OCCUPIED]
     while m:
@@ -217,9 +231,9 @@ def _consistent(state, r0, c0, closed, skip, parent, parity):
 
 
 @njit(cache=True, inline="always")
-def _stacks_needed(state, rules, most, parent, parity):
+def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, parent, parity):
     """A lower bound (up to `most`, at most 2) on the cards that must go on occupied cells
-    before a win (pruning rule 2b).
+    before a win (pruning rules 2b and 2c).
 
     Let F(line) be the parity of the number of future placements in a row
     (column) whose row (column) check fires. Every such placement turns over
@@ -234,8 +248,13 @@ def _stacks_needed(state, rules, most, parent, parity):
     frees F of x's row and column, and nothing else: if no x makes the rest
     solvable, at least two are needed. The check is a union-find with
     parities over the 4 + 4 lines of the box and a node for "F = 0".
+
+    Rule 2c, only when no card may go on an occupied cell (`most` = 1) and
+    `ranks` (the mask of the ranks of the cards to come before turn `limit`,
+    deck[t : limit-1], 0 with the rule off) is given: `_firing_lines` ties
+    more lines, with their parities.
     """
-    if most <= 0 or most > 2 or state[K.FACE_DOWN_COUNT] == 0:
+    if most <= 0 or most > 2 or (state[K.FACE_DOWN_COUNT] == 0 and (most > 1 or ranks == 0)):
         return 0  # cannot decide anything, or F = 0 everywhere solves it
     grid = rules[K.RULE_GRID]
     r0 = state[K.MIN_ROW]
@@ -258,7 +277,13 @@ def _stacks_needed(state, rules, most, parent, parity):
         for c in range(c0, c1 + 1):
             if K.COL_MASK[c] & empty == 0:
                 closed |= 1 << (4 + c - c0)
-    if _consistent(state, r0, c0, closed, -1, parent, parity):
+    if state[K.FACE_DOWN_COUNT] == 0 or _consistent(state, r0, c0, closed, 0, -1, parent, parity):
+        # Rule 2b finds no contradiction. With no slack, rule 2c may (`ranks`: the cards to come).
+        if most == 1 and ranks != 0:
+            fired, odd = _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fixed, empty)
+            if fired != 0 and (odd != 0 or state[K.FACE_DOWN_COUNT] != 0) \
+                    and not _consistent(state, r0, c0, closed | fired, odd, -1, parent, parity):
+                return 1
         return 0
     if most == 1:
         return 1
@@ -267,22 +292,170 @@ def _stacks_needed(state, rules, most, parent, parity):
         x = K.lowest_cell(m)
         m &= m - 1
         free = (1 << (K.ROW_OF[x] - r0)) | (1 << (4 + K.COL_OF[x] - c0))
-        if _consistent(state, r0, c0, closed & ~free, x, parent, parity):
+        if _consistent(state, r0, c0, closed & ~free, 0, x, parent, parity):
             return 1
     return 2
 
 
 @njit(cache=True, inline="always")
-def _need(state, rules, target, slack, parent, parity):
+def _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fixed, empty):
+    """Rule 2c: (fired, odd), the masks of the fixed lines whose every placement fires and of
+    those among them with an odd number of placements (line bits as in `_consistent`).
+
+    With no card on an occupied cell, the cards to come, deck[t : limit-1]
+    (ranks in the mask `ranks`), each open a pile, no top card is covered,
+    and a fixed line (as in rule 2b) gets exactly one placement per empty
+    cell of the box in it, `e`. A placement fires its line's check when its
+    rank is strictly below, or strictly above, the rank of every other top
+    of the line that is face up (or none is). Those tops are, whatever the
+    faces are by then, among the line's tops now and the cards placed in it
+    before: with `e` = 1, a line whose tops' ranks span [lo, hi] surely
+    fires when no rank to come lies in [lo, hi]; with more, when each card
+    to come, in deck order, lies outside the span of the line's tops and of
+    the cards to come before it. Then F = e mod 2: the line is tied to
+    node 8 with that parity. Lines with no empty cell are rule 2b's, not
+    counted here. `lines_seen[line]` (rows 0..6, then columns) has bit v
+    for each rank placed in the line so far: a superset of its tops' ranks
+    (a covered card stays in it), which only widens [lo, hi], so the rule
+    stays sound and costs no scan of the line.
+    """
+    r0 = state[K.MIN_ROW]
+    c0 = state[K.MIN_COL]
+    fired = 0
+    odd = 0
+    for i in range(8):
+        if i < 4:
+            if not rows_fixed or r0 + i > state[K.MAX_ROW]:
+                continue
+            line = K.ROW_MASK[r0 + i]
+        else:
+            if not cols_fixed or c0 + i - 4 > state[K.MAX_COL]:
+                continue
+            line = K.COL_MASK[c0 + i - 4]
+        e = K.popcount(line & empty)
+        if e == 0:
+            continue  # closed: rule 2b's F = 0
+        seen = lines_seen[r0 + i if i < 4 else K.SIDE + c0 + i - 4]
+        if seen == 0:
+            continue  # cannot happen in a connected table; nothing to compare with
+        lo = K.lowest_cell(seen)
+        hi = 63 - leading_zeros(seen)
+        if ranks & ((2 << hi) - (1 << lo)):
+            continue  # a rank to come lies within the tops' span: it may not fire
+        if e > 1:
+            fires = True
+            for j in range(t, limit - 1):  # later placements also compare with earlier ones
+                v = deck[j]
+                if lo <= v <= hi:
+                    fires = False
+                    break
+                lo = min(lo, v)
+                hi = max(hi, v)
+            if not fires:
+                continue
+        fired |= 1 << i
+        odd |= (e & 1) << i
+    return fired, odd
+
+
+@njit(cache=True, inline="always")
+def _need(state, rules, target, slack, ranks, lines_seen, deck, t, limit, parent, parity):
     """Cards still needed at the least before a win is possible (pruning rule 2).
 
     `slack` is how many cards beyond one per missing pile the caller can
     afford; the bound is only refined as far as that decides anything.
+    `ranks` is the mask of the ranks of deck[t : limit-1] for rule 2c (0: off), `lines_seen`
+    the ranks placed in each line (`_firing_lines`).
     """
     p = state[K.PILES]
     if p < target:
-        return target - p + _stacks_needed(state, rules, slack + 1, parent, parity)
+        return target - p + _stacks_needed(state, rules, slack + 1, ranks, lines_seen, deck, t, limit, parent,
+                                          parity)
     return 1 if state[K.FACE_DOWN_COUNT] > 0 else 0
+
+
+@njit(cache=True, inline="always")
+def _endgame(state, rules, deck, t, k, line, work):
+    """Is there a win in exactly `k` more cards, each opening a pile inside the full box?
+    Returns (won, placements tried); a win's cells go to line[t : t+k].
+
+    Rule 5 (docs/solver.md): with no slack and a box that already
+    spans `grid` rows and columns, every card to come opens a pile on one
+    of the box's empty cells, and the game's state needs only three masks
+    (occupied, face down, and the legal empty cells). This plain depth-first
+    search over them places the cards exactly as `K.place` would (the row
+    and column checks compare with the face-up others' ranks, from the
+    `K.ranks_above_and_equal` masks of the tops and of the cards it placed),
+    cutting a line only when it loses at once (rule 1) or leaves a face-down
+    top with no empty cell left in its row or column (rule 2b's simplest
+    case: no check can turn it up). `work` holds 5 * ENDGAME_MAX int64.
+    """
+    occ = work[0:ENDGAME_MAX]
+    down = work[ENDGAME_MAX:2 * ENDGAME_MAX]
+    legal = work[2 * ENDGAME_MAX:3 * ENDGAME_MAX]
+    avail = work[3 * ENDGAME_MAX:4 * ENDGAME_MAX]
+    cells = work[4 * ENDGAME_MAX:5 * ENDGAME_MAX]
+    max_fd = rules[K.RULE_MAX_FACE_DOWN]
+    grid = rules[K.RULE_GRID]
+    box = K.BAND_ROWS[state[K.MIN_ROW] * K.SIDE + state[K.MIN_ROW] + grid - 1] \
+        & K.BAND_COLS[state[K.MIN_COL] * K.SIDE + state[K.MIN_COL] + grid - 1]
+    occ[0] = state[K.OCCUPIED]
+    down[0] = state[K.FACE_DOWN]
+    legal[0] = state[K.OPEN] & box
+    avail[0] = legal[0]
+    tried = 0
+    j = 0
+    while j >= 0:
+        if avail[j] == 0:
+            j -= 1
+            continue
+        y = K.lowest_cell(avail[j])
+        bit = np.int64(1) << y
+        avail[j] &= ~bit
+        v = deck[t + j]
+        # tops ranked >= v and <= v: the table's tops, then the cards placed here before
+        above, same = K.ranks_above_and_equal(state, v)
+        ge = above | same
+        le = state[K.OCCUPIED] & ~above
+        for i in range(j):
+            w = deck[t + i]
+            ge |= (np.int64(1) << cells[i]) & -np.int64(w >= v)
+            le |= (np.int64(1) << cells[i]) & -np.int64(w <= v)
+        up = occ[j] & ~down[j]
+        row = K.ROW_OTHERS_OF[y] & occ[j]
+        col = K.COL_OTHERS_OF[y] & occ[j]
+        turn = np.int64(0)
+        if (row & up & ge) == 0 or (row & up & le) == 0:
+            turn |= row
+        if (col & up & ge) == 0 or (col & up & le) == 0:
+            turn |= col
+        nd = down[j] ^ turn
+        tried += 1
+        if K.popcount(nd) > max_fd:
+            continue  # rule 1
+        cells[j] = y
+        if j == k - 1:
+            if nd == 0:
+                for i in range(k):
+                    line[t + i] = cells[i]
+                return True, tried
+            continue
+        no = occ[j] | bit
+        empty = box & ~no
+        reach = np.int64(0)  # the rows and columns of the empty cells
+        m = empty
+        while m:
+            e = K.lowest_cell(m)
+            m &= m - 1
+            reach |= K.ROW_MASK[K.ROW_OF[e]] | K.COL_MASK[K.COL_OF[e]]
+        if nd & ~reach:
+            continue  # a face-down top no check can reach any more
+        occ[j + 1] = no
+        down[j + 1] = nd
+        legal[j + 1] = (legal[j] | (K.neighbours(y, rules) & empty)) & ~bit
+        avail[j + 1] = legal[j + 1]
+        j += 1
+    return False, tried
 
 
 @njit(cache=True, inline="always")
@@ -324,10 +497,26 @@ def _gen_moves(state, rules, card, turn, limit, target, order, moves, d, keys):
     return n
 
 
+@njit(cache=True, inline="always")
+def _ranks_to_come(deck, limit, use_ranks, out):
+    """out[t]: the mask of the ranks of deck[t : limit-1] (bit v for rank v), the cards a win before
+    turn `limit` may still place after t cards; 0 (rule 2c off there) when more than `use_ranks`
+    cards are to come."""
+    acc = 0
+    for t in range(out.shape[0] - 1, -1, -1):
+        if t < limit - 1 and t < deck.shape[0]:
+            acc |= 1 << deck[t]
+        out[t] = acc if limit - 1 - t <= use_ranks else 0
+
+
 @njit(cache=True)
 def search_init(deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp,
-                ctl, states, moves, nmoves, nexts, line):
-    """Set up a search of `deck` for a win before turn `limit` (root: the empty table, turn 0)."""
+                ctl, states, moves, nmoves, nexts, line, use_ranks=K.DECK_SIZE, endgame=ENDGAME_CARDS):
+    """Set up a search of `deck` for a win before turn `limit` (root: the empty table, turn 0).
+
+    Rule 2c applies where at most `use_ranks` cards are to come (0: never);
+    `_endgame` (rule 5) places the last `endgame` cards (0: never, at most ENDGAME_MAX).
+    """
     ctl[:] = 0
     grid = rules[K.RULE_GRID]
     ctl[CTL_LIMIT] = limit
@@ -336,6 +525,8 @@ def search_init(deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp,
     ctl[CTL_TT_DEPTH] = TT_DEPTH
     ctl[CTL_USE_TT] = use_tt
     ctl[CTL_USE_SYM] = use_sym
+    ctl[CTL_USE_RANKS] = use_ranks
+    ctl[CTL_ENDGAME] = min(endgame, ENDGAME_MAX)
     ctl[CTL_STAMP] = stamp
     ctl[CTL_FLOOR] = grid * grid
     K.reset(states[0])
@@ -370,6 +561,12 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
     keys = scratch[:MAX_MOVES]
     uf_parent = scratch[MAX_MOVES:MAX_MOVES + 9]
     uf_parity = scratch[MAX_MOVES + 9:MAX_MOVES + 18]
+    to_come = scratch[MAX_MOVES + 18:SEEN_AT]
+    seen = scratch[SEEN_AT:ENDGAME_AT].reshape((MAX_DEPTH + 1, LINES))
+    seen[0, :] = 0  # the root, the empty table
+    endgame_work = scratch[ENDGAME_AT:SCRATCH]
+    endgame = ctl[CTL_ENDGAME]
+    grid = rules[K.RULE_GRID]
     target = ctl[CTL_FLOOR]
     use_tt = ctl[CTL_USE_TT]
     use_sym = ctl[CTL_USE_SYM]
@@ -380,6 +577,8 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
     d = ctl[CTL_DEPTH]
     nodes = ctl[CTL_NODES]
     limit = ctl[CTL_LIMIT]
+    use_ranks = ctl[CTL_USE_RANKS]
+    _ranks_to_come(deck, limit, use_ranks, to_come)
     while ctl[CTL_STATUS] == RUNNING:
         if nodes >= budget:
             break
@@ -406,6 +605,10 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
         nodes += 1
         line[d] = cell
         t = d + 1
+        for i in range(LINES):
+            seen[t, i] = seen[d, i]
+        seen[t, K.ROW_OF[cell]] |= 1 << card
+        seen[t, K.SIDE + K.COL_OF[cell]] |= 1 << card
         if child[K.PILES] == target and child[K.FACE_DOWN_COUNT] == 0:
             if t < limit:
                 best_line[:] = -1
@@ -415,10 +618,28 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
                 if stop_at_win or limit <= target:
                     ctl[CTL_STATUS] = STOPPED_AT_WIN
                     break
+                _ranks_to_come(deck, limit, use_ranks, to_come)
             continue
         slack = limit - 1 - t - (target - child[K.PILES])
-        if t + _need(child, rules, target, slack, uf_parent, uf_parity) >= limit:
+        if t + _need(child, rules, target, slack, to_come[t], seen[t], deck, t, limit, uf_parent,
+                        uf_parity) >= limit:
             continue  # rule 2 (rule 1 was applied when the move was generated)
+        if slack == 0 and target - child[K.PILES] <= endgame and child[K.MAX_ROW] - child[K.MIN_ROW] + 1 == grid \
+                and child[K.MAX_COL] - child[K.MIN_COL] + 1 == grid:
+            # Rule 5: the last cards, each on an empty cell of the box, by `_endgame`.
+            k = target - child[K.PILES]
+            won, tried = _endgame(child, rules, deck, t, k, line, endgame_work)
+            nodes += tried
+            if won:
+                best_line[:] = -1
+                best_line[:t + k] = line[:t + k]
+                ctl[CTL_BEST] = t + k
+                limit = t + k
+                if stop_at_win or limit <= target:
+                    ctl[CTL_STATUS] = STOPPED_AT_WIN
+                    break
+                _ranks_to_come(deck, limit, use_ranks, to_come)
+            continue
         tt_here = use_tt and (t <= tt_depth or slack > 0)
         tabled[t] = tt_here
         if tt_here:
@@ -443,3 +664,24 @@ def greedy_line(deck, rules, horizon, state, moves):
     fired = np.empty(K.DECK_SIZE, np.int64)
     end, played = K.play_turns(policies.greedy.choose, deck[:horizon], state, rules, params, rng, moves, fired)
     return played if end == K.END_WIN else 0
+
+
+@njit(cache=True)
+def cards_needed(state, rules, deck, t, limit, use_ranks):
+    """Rule 2's lower bound on the cards still needed for a win from `state` (`t` cards placed,
+    deck[t] next), refined as far as a search for a win before turn `limit` would (`use_ranks`
+    as in `search_init`): the search's own bound, callable on its own so that tests can check
+    it against brute force."""
+    target = rules[K.RULE_GRID] * rules[K.RULE_GRID]
+    work = np.zeros(18, np.int64)
+    to_come = np.zeros(MAX_DEPTH + 1, np.int64)
+    _ranks_to_come(deck, limit, use_ranks, to_come)
+    slack = limit - 1 - t - (target - state[K.PILES])
+    seen = np.zeros(LINES, np.int64)  # the tops' ranks of each line
+    m = state[K.OCCUPIED]
+    while m:
+        cell = K.lowest_cell(m)
+        m &= m - 1
+        seen[K.ROW_OF[cell]] |= 1 << state[K.TOP + cell]
+        seen[K.SIDE + K.COL_OF[cell]] |= 1 << state[K.TOP + cell]
+    return _need(state, rules, target, slack, to_come[t], seen, deck, t, limit, work[:9], work[9:])

@@ -10,9 +10,11 @@ for a win (`sim.solver.search`) side by side in rounds of doubling node
 budgets: four "any win" searches with different limits and move orderings,
 and a "least cards" search by iterative deepening on the winning turn,
 which proves the best score. Pruning: moves that lose at once, a turn
-bound raised by line parity, and a transposition table keyed over
-translations and the 8 symmetries. docs/solver.md gives the whole design
-and argues why no pruning rule loses a win.
+bound raised by line parity (and, with no slack, by the ranks to come),
+and a transposition table keyed over translations and the 8 symmetries;
+the last few cards of a line with no slack go to a search over masks.
+docs/solver.md gives the whole design and argues why no pruning rule loses
+a win.
 """
 
 import math
@@ -25,8 +27,9 @@ from sim import kernels as K
 from sim.engine.cards import validate_deck
 from sim.engine.rules import Rules
 from sim.solver.search import (
-    CTL_BEST, CTL_LIMIT, CTL_NODES, CTL_ORDER, CTL_SIZE, CTL_STATUS, DONE, FRAME, KEY_WORDS, MAX_DEPTH, MAX_MOVES,
-    ORDER_GREEDY, ORDER_NEW_PILE, OUTCOMES, RUNNING, SCRATCH, STOPPED_AT_WIN, greedy_line, search_init, search_run,
+    CTL_BEST, CTL_LIMIT, CTL_NODES, CTL_ORDER, CTL_SIZE, CTL_STATUS, DONE, ENDGAME_CARDS, FRAME, KEY_WORDS, MAX_DEPTH,
+    MAX_MOVES, ORDER_GREEDY, ORDER_NEW_PILE, OUTCOMES, RUNNING, SCRATCH, STOPPED_AT_WIN, greedy_line, search_init,
+    search_run,
 )
 
 __all__ = ["OUTCOMES", "SolveResult", "Solver", "shared_solver", "solve"]
@@ -85,9 +88,11 @@ class _Search:
         self.best = 0  # turn of its best win, 0 for none
         self.best_moves: tuple[int, ...] | None = None
 
-    def start(self, deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp):
+    def start(self, deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp, use_ranks=True,
+              use_endgame=True):
         search_init(deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp, self.ctl, self.states,
-                    self.moves, self.nmoves, self.nexts, self.line)
+                    self.moves, self.nmoves, self.nexts, self.line, K.DECK_SIZE if use_ranks else 0,
+                    ENDGAME_CARDS if use_endgame else 0)
 
     @property
     def status(self) -> int:
@@ -157,7 +162,7 @@ class Solver:
 
     def solve(self, cards: np.ndarray, rules: Rules, *, first_win: bool = False, node_limit: int | None = None,
               time_limit: float | None = None, horizon: int = K.DECK_SIZE, use_tt: bool = True,
-              use_sym: bool = True) -> SolveResult:
+              use_sym: bool = True, use_ranks: bool = True, use_endgame: bool = True) -> SolveResult:
         """Solve one checked deck (uint8 ranks) under `rules`; the options are `solve`'s."""
         t0 = time.perf_counter()
         deadline = None if time_limit is None else t0 + time_limit
@@ -192,13 +197,13 @@ class Solver:
         level = floor + 1
         least_on = level <= horizon + 1
         if least_on:
-            least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp())
+            least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp(), use_ranks, use_endgame)
         # The any-win searches: one per (limit, ordering) of ANY_WIN, limits capped by the best win known.
         anys = []
         for x, (extra, order) in zip(self.any_win, ANY_WIN):
             limit = min(horizon + 1 if extra is None else floor + 1 + extra, best or horizon + 1)
             if limit > floor and (limit, order) not in [(y.limit, y.ctl[CTL_ORDER]) for y in anys]:
-                x.start(deck, r, limit, order, first_win, use_tt, use_sym, self._stamp())
+                x.start(deck, r, limit, order, first_win, use_tt, use_sym, self._stamp(), use_ranks, use_endgame)
                 anys.append(x)
 
         def any_finished(x):
@@ -255,7 +260,8 @@ class Solver:
                             lost = lost or not best
                         else:
                             level += 1
-                            least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp())
+                            least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp(),
+                                        use_ranks, use_endgame)
             if not least_on and not any(x.status == RUNNING for x in anys):
                 break
             round_nodes *= 2
@@ -283,7 +289,7 @@ def shared_solver() -> Solver:
 
 def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit: int | None = None,
           time_limit: float | None = None, *, horizon: int = K.DECK_SIZE, transpositions: bool = True,
-          symmetry: bool = True) -> SolveResult:
+          symmetry: bool = True, rank_parity: bool = True, endgame: bool = True) -> SolveResult:
     """Search every line of play of `deck` (40 ranks in draw order) with the stock order known.
 
     - ``first_win``: stop at the first win (winnability only); otherwise go on
@@ -294,6 +300,10 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
       for tests); a win must come by then. Scores stay ``40 - cards played``.
     - ``transpositions``, ``symmetry``: switch the transposition table, or
       only its symmetry and translation canonicalization, off (for tests).
+    - ``rank_parity``: switch pruning rule 2c (line parities from the ranks
+      of the cards to come, docs/solver.md) off (for tests and measurements).
+    - ``endgame``: switch rule 5 (the last cards of a line with no slack
+      placed by a dedicated search over three masks) off (the same).
     """
     cards = validate_deck(deck)
     rules = Rules() if rules is None else rules
@@ -308,4 +318,5 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
         raise ValueError(f"horizon must be in 1..40, not {horizon!r}")
     return shared_solver().solve(cards, rules, first_win=bool(first_win),
                                  node_limit=None if node_limit is None else int(node_limit), time_limit=time_limit,
-                                 horizon=int(horizon), use_tt=bool(transpositions), use_sym=bool(symmetry))
+                                 horizon=int(horizon), use_tt=bool(transpositions), use_sym=bool(symmetry),
+                                 use_ranks=bool(rank_parity), use_endgame=bool(endgame))
