@@ -12,14 +12,14 @@ chance of a win does not drown every other difference.
 reference the tests hold `choose` to). `choose` makes exactly the same
 choices, several times faster: the evaluation is a sum over cells and
 lines, and a follow-up placement changes only its own row and column and
-the lines crossing the cells it turns, so each leaf is the position's line
-sum plus a few table lookups (`rank_bests`), and upper bounds skip the
-follow-ups that cannot be a rank's best. Those sums round differently from
-`evaluate`, by far less than `_margin`; when several cells come within the
-margin of the best expectation, their exact expectations (the same
-operations in the same order as `expected_value`, over the follow-ups that
-can be best) decide, so ties and near-ties go exactly as in
-`choose_exhaustive`.
+the lines crossing the cells it turns, so with per-position tables of each
+line's value and of what turning each pile adds, for every rank
+(`_prepare`), each leaf is a handful of lookups (`rank_bests`). Those sums
+round differently from `evaluate`, by far less than `_margin`; when several
+cells come within the margin of the best expectation, their exact
+expectations (the same operations in the same order as `expected_value`,
+over the follow-ups that can be best) decide, so ties and near-ties go
+exactly as in `choose_exhaustive`.
 """
 
 import numpy as np
@@ -114,9 +114,8 @@ def choose_exhaustive(state, rules, card, legal, rng, params):
 # lines crossing the cells it turns (each holds exactly one of them); every other line keeps
 # its value, which depends on r only through whether r is inside its face-up range (drawing r
 # takes one card out of its outside exactly when r is outside). So a position's tables
-# (`_prepare`) make each leaf a handful of lookups (`_best_follow_ups`). Upper bounds (a turned
-# cell's line counted at the most turning it can add, a follow-up cell at its best over every
-# rank) skip the work that cannot change a rank's best.
+# (`_prepare`: each line's value and what turning each pile adds to its lines, per rank) make
+# each leaf a handful of lookups (`_best_follow_ups`).
 
 FLIPS = 9
 """A line holds at most 4 piles, so its flip count (occupied - 2 * face-down) is -4..4: index flip + 4."""
@@ -190,30 +189,29 @@ def _select(lo, hi, v_in, v_out, r):
 
 
 @njit(cache=True)
-def _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
-             flip_lo, flip_hi, flip_in, flip_out, flip_gain):
-    """The position's tables, for `_best_follow_ups`.
+def _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum):
+    """The position's tables, for `_best_follow_ups`, each per rank r = 1..10 once r is drawn.
 
     Per line k (rows 0..6, columns 7..13): packed face-up and face-down
-    ranks, face-up range, values with r inside and outside it; base[r],
-    the sum over the lines once r is drawn; per occupied cell x and its row
-    (slot 2x) or column (2x + 1): that line's range and values with x
-    turned over, and flip_gain, the most that turning x adds to the line.
+    ranks; line_val[k, r], its value (0 when empty); base[r], the sum over
+    the lines. Per occupied cell x and its row (slot 2x) or column (2x + 1):
+    turned[slot, r], what turning x over adds to that line. turn_sum[k, r]:
+    the sum of turned over the occupied cells of line k, each for its other
+    line (what a firing check of line k adds to the lines crossing it).
     """
     after, table, base = borrowed(after), borrowed(table), borrowed(base)
-    line_ups, line_fd_ups, line_lo, line_hi = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_lo), borrowed(line_hi)
-    line_in, line_out = borrowed(line_in), borrowed(line_out)
-    flip_lo, flip_hi, flip_in, flip_out = borrowed(flip_lo), borrowed(flip_hi), borrowed(flip_in), borrowed(flip_out)
-    flip_gain = borrowed(flip_gain)
+    line_ups, line_fd_ups, line_val = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_val)
+    turned, turn_sum = borrowed(turned), borrowed(turn_sum)
     occ = after[OCCUPIED]
     fd = after[FACE_DOWN]
-    for k in range(2 * SIDE):
+    for k in range(LINES):
         line_fd_ups[k] = 0
         line_ups[k] = 0
-        line_lo[k] = NONE_LO
-        line_hi[k] = 0
-        line_in[k] = 0.0
-        line_out[k] = 0.0
+        for r in range(RANKS + 1):
+            line_val[k, r] = 0.0
+            turn_sum[k, r] = 0.0
+    for r in range(RANKS + 1):
+        base[r] = 0.0
     m = fd & occ
     while m:
         x = trailing_zeros(m)
@@ -221,9 +219,6 @@ def _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, lin
         n = nibble(after[TOP + x])
         line_fd_ups[ROW_OF[x]] += n
         line_fd_ups[SIDE + COL_OF[x]] += n
-    out_sum = 0.0
-    for r in range(1, RANKS + 1):
-        base[r] = 0.0
     for j in range(2):
         first = after[MIN_ROW] if j == 0 else SIDE + after[MIN_COL]
         last = after[MAX_ROW] if j == 0 else SIDE + after[MAX_COL]
@@ -232,15 +227,12 @@ def _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, lin
             ups = after[ROW_UPS + k] if j == 0 else after[COL_UPS + k - SIDE]
             line_ups[k] = ups
             v_in, v_out, lo, hi = _values(table, ups, occ & mask, fd & mask)
-            line_lo[k] = lo
-            line_hi[k] = hi
-            line_in[k] = v_in
-            line_out[k] = v_out
-            out_sum += v_out
+            for r in range(1, RANKS + 1):
+                line_val[k, r] = v_out
             for r in range(lo, hi + 1):
-                base[r] += v_in - v_out
-    for r in range(1, RANKS + 1):
-        base[r] += out_sum
+                line_val[k, r] = v_in
+            for r in range(1, RANKS + 1):
+                base[r] += line_val[k, r]
     m = occ
     while m:
         x = trailing_zeros(m)
@@ -250,14 +242,18 @@ def _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, lin
         delta = n if fd & bit else -n
         for j in range(2):
             k = ROW_OF[x] if j == 0 else SIDE + COL_OF[x]
+            other = SIDE + COL_OF[x] if j == 0 else ROW_OF[x]
             mask = ROW_MASK[k] if j == 0 else COL_MASK[k - SIDE]
             v_in, v_out, lo, hi = _values(table, line_ups[k] + delta, occ & mask, (fd ^ bit) & mask)
             s = 2 * x + j
-            flip_lo[s] = lo
-            flip_hi[s] = hi
-            flip_in[s] = v_in
-            flip_out[s] = v_out
-            flip_gain[s] = max(v_in, v_out) - min(line_in[k], line_out[k])
+            for r in range(1, RANKS + 1):
+                turned[s, r] = v_out
+            for r in range(lo, hi + 1):
+                turned[s, r] = v_in
+            for r in range(1, RANKS + 1):
+                d = turned[s, r] - line_val[k, r]
+                turned[s, r] = d
+                turn_sum[other, r] += d
 
 
 @njit(cache=True, inline="always")
@@ -267,7 +263,7 @@ def _cell_setup(after, rules, weights, table, cell, line_ups, line_fd_ups, statu
     status[p]: 0 the game goes on, 1 it is lost, 2 it is won; cell_value[p]:
     the weighted cell features (face-down, piles to open, full piles).
     Returns the face-up ranges and flip indices of the cell's row and column
-    without (0) and with (1) its check, and the others each check turns.
+    without (0) and with (1) its check.
     """
     occ = after[OCCUPIED]
     fd = after[FACE_DOWN]
@@ -313,84 +309,42 @@ def _cell_setup(after, rules, weights, table, cell, line_ups, line_fd_ups, statu
         cell_value[p] = (weights[F_FACE_DOWN] * n_fd + opened + weights[F_FULL_UP] * popcount(full2 & ~fd2)
                          + weights[F_FULL_DOWN] * popcount(full2 & fd2))
     return (row_lo0, row_hi0, row_lo1, row_hi1, row_f0, row_f1, col_lo0, col_hi0, col_lo1, col_hi1,
-            col_f0, col_f1, row_others, col_others)
+            col_f0, col_f1)
 
 
 @njit(cache=True)
-def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_lo, line_hi,
-                     line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status, cell_value,
-                     floor, near):
+def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_val, base, turned,
+                     turn_sum, status, cell_value, floor, near):
     """best[r] = the best leaf over the follow-up cells once rank r is drawn, to within `_margin`.
 
-    Each leaf is first bounded from above with every turned cell's line
-    counted at its flip_gain; only a bound above the best so far pays for
-    those lines' exact values. With floor[0] set, near[r] also gets the
-    mask of the cells whose leaf reaches floor[r].
+    Each leaf is a few lookups in `_prepare`'s tables: the lines away from
+    the follow-up's row and column keep their values (base[r] minus those
+    two), and a firing check adds its line's turn_sum (less the follow-up's
+    own pile, which is covered, not turned). With floor[0] set, near[r] also
+    gets the mask of the cells whose leaf reaches floor[r].
     """
     # Uncounted views (see sim.kernels.borrowed): the caller keeps every array alive.
     after, rules, weights, table, best = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table), borrowed(best)
-    line_ups, line_fd_ups, line_lo, line_hi = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_lo), borrowed(line_hi)
-    line_in, line_out, base = borrowed(line_in), borrowed(line_out), borrowed(base)
-    flip_lo, flip_hi, flip_in, flip_out = borrowed(flip_lo), borrowed(flip_hi), borrowed(flip_in), borrowed(flip_out)
-    flip_gain, status, cell_value = borrowed(flip_gain), borrowed(status), borrowed(cell_value)
+    line_ups, line_fd_ups, line_val, base = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_val), borrowed(base)
+    turned, turn_sum, status, cell_value = borrowed(turned), borrowed(turn_sum), borrowed(status), borrowed(cell_value)
     floor, near = borrowed(floor), borrowed(near)
     record = floor[0] != 0.0
     for r in range(1, RANKS + 1):
         best[r] = LEAF_LOSS
         near[r] = 0
-    legal = legal_cells(after, rules)
-    # New piles first: they are usually the best follow-ups, so that later cells can be skipped.
-    opening = legal & ~after[OCCUPIED]
-    m = opening
-    while m or legal:
-        if m == 0:
-            m = legal & ~opening
-            legal = 0
-            if m == 0:
-                break
+    occ = after[OCCUPIED]
+    m = legal_cells(after, rules)
+    while m:
         cell = trailing_zeros(m)
         m &= m - 1
         row = ROW_OF[cell]
         col = SIDE + COL_OF[cell]
         (row_lo0, row_hi0, row_lo1, row_hi1, row_f0, row_f1, col_lo0, col_hi0, col_lo1, col_hi1,
-         col_f0, col_f1, row_others, col_others) = _cell_setup(
-            after, rules, weights, table, cell, line_ups, line_fd_ups, status, cell_value)
+         col_f0, col_f1) = _cell_setup(after, rules, weights, table, cell, line_ups, line_fd_ups, status, cell_value)
         row_stays = table[0, row_f0, row_lo0, row_hi0]
         col_stays = table[0, col_f0, col_lo0, col_hi0]
-        row_gain = 0.0
-        t = row_others
-        while t:
-            x = trailing_zeros(t)
-            t &= t - 1
-            row_gain += flip_gain[2 * x + 1]
-        col_gain = 0.0
-        t = col_others
-        while t:
-            x = trailing_zeros(t)
-            t &= t - 1
-            col_gain += flip_gain[2 * x]
-        # Skip the cell when a bound over every rank is below the lowest rank's best so far.
-        lowest = np.inf
-        others = -np.inf
-        row_turns = -np.inf
-        col_turns = -np.inf
-        for r in range(1, RANKS + 1):
-            if after[STOCK + r] == 0:
-                continue
-            lowest = min(lowest, floor[r] if record else best[r])
-            others = max(others, base[r] - _select(line_lo[row], line_hi[row], line_in[row], line_out[row], r)
-                         - _select(line_lo[col], line_hi[col], line_in[col], line_out[col], r))
-            row_turns = max(row_turns, table[0, row_f1, min(row_lo1, r), max(row_hi1, r)])
-            col_turns = max(col_turns, table[0, col_f1, min(col_lo1, r), max(col_hi1, r)])
-        bound = -np.inf
-        for p in range(4):
-            if status[p] == 2:
-                bound = np.inf
-            elif status[p] == 0:
-                bound = max(bound, cell_value[p] + (row_turns + row_gain if p & 1 else row_stays)
-                            + (col_turns + col_gain if p & 2 else col_stays))
-        if bound + others < lowest:
-            continue
+        own = (occ >> cell) & 1  # an occupied follow-up cell is covered, not turned
+        bit = np.int64(1) << cell
         for r in range(1, RANKS + 1):
             if after[STOCK + r] == 0:
                 continue
@@ -401,53 +355,43 @@ def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, 
                 continue  # LEAF_LOSS, best's floor
             if status[p] == 2:
                 best[r] = LEAF_WIN
-                near[r] |= np.int64(1) << cell
+                near[r] |= bit
                 continue
-            v = cell_value[p] + (base[r]
-                                 - _select(line_lo[row], line_hi[row], line_in[row], line_out[row], r)
-                                 - _select(line_lo[col], line_hi[col], line_in[col], line_out[col], r))
-            v += table[0, row_f1, min(row_lo1, r), max(row_hi1, r)] if row_fires else row_stays
-            v += table[0, col_f1, min(col_lo1, r), max(col_hi1, r)] if col_fires else col_stays
-            gain = (row_gain if row_fires else 0.0) + (col_gain if col_fires else 0.0)
-            threshold = floor[r] if record else best[r]
-            if v + gain < threshold:
-                continue
-            t = (row_others if row_fires else 0) | (col_others if col_fires else 0)
-            while t:
-                x = trailing_zeros(t)
-                t &= t - 1
-                # A turned cell of the row changes its column, one of the column its row.
-                j = 1 if ROW_OF[x] == row else 0
-                k = SIDE + COL_OF[x] if j == 1 else ROW_OF[x]
-                s = 2 * x + j
-                v += (_select(flip_lo[s], flip_hi[s], flip_in[s], flip_out[s], r)
-                      - _select(line_lo[k], line_hi[k], line_in[k], line_out[k], r))
+            v = cell_value[p] + (base[r] - line_val[row, r] - line_val[col, r])
+            if row_fires:
+                v += table[0, row_f1, min(row_lo1, r), max(row_hi1, r)] + turn_sum[row, r]
+                if own:
+                    v -= turned[2 * cell + 1, r]
+            else:
+                v += row_stays
+            if col_fires:
+                v += table[0, col_f1, min(col_lo1, r), max(col_hi1, r)] + turn_sum[col, r]
+                if own:
+                    v -= turned[2 * cell, r]
+            else:
+                v += col_stays
             v = _leaf(v)
             if v > best[r]:
                 best[r] = v
-            if record and v >= threshold:
-                near[r] |= np.int64(1) << cell
+            if record and v >= floor[r]:
+                near[r] |= bit
 
 
 @njit(cache=True)
 def _scratch():
     """The per-position arrays `_prepare` fills and `_best_follow_ups` reads, allocated once per turn."""
-    return (np.empty(2 * SIDE, np.int64), np.empty(2 * SIDE, np.int64), np.empty(2 * SIDE, np.int64),
-            np.empty(2 * SIDE, np.int64), np.empty(2 * SIDE, np.float64), np.empty(2 * SIDE, np.float64),
-            np.empty(RANKS + 1, np.float64), np.empty(2 * CELLS, np.int64), np.empty(2 * CELLS, np.int64),
-            np.empty(2 * CELLS, np.float64), np.empty(2 * CELLS, np.float64), np.empty(2 * CELLS, np.float64))
+    return (np.empty(LINES, np.int64), np.empty(LINES, np.int64), np.empty((LINES, RANKS + 1), np.float64),
+            np.empty(RANKS + 1, np.float64), np.empty((2 * CELLS, RANKS + 1), np.float64),
+            np.empty((LINES, RANKS + 1), np.float64))
 
 
 @njit(cache=True)
 def _follow_ups(after, rules, weights, table, best, scratch, status, cell_value, floor, near):
     """`_prepare` then `_best_follow_ups` for the position `after`, in the arrays of `_scratch`."""
-    (line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
-     flip_lo, flip_hi, flip_in, flip_out, flip_gain) = scratch
-    _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
-             flip_lo, flip_hi, flip_in, flip_out, flip_gain)
-    _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_lo, line_hi,
-                     line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status,
-                     cell_value, floor, near)
+    line_ups, line_fd_ups, line_val, base, turned, turn_sum = scratch
+    _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum)
+    _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_val, base, turned,
+                     turn_sum, status, cell_value, floor, near)
 
 
 @njit(cache=True)
