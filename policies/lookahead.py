@@ -343,45 +343,40 @@ def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, 
          col_f0, col_f1) = _cell_setup(after, rules, weights, table, cell, line_ups, line_fd_ups, status, cell_value)
         row_stays = table[0, row_f0, row_lo0, row_hi0]
         col_stays = table[0, col_f0, col_lo0, col_hi0]
-        own = (occ >> cell) & 1  # an occupied follow-up cell is covered, not turned
+        # Branch-free over the ranks (which checks fire depends on r): a lost or won pattern's
+        # cell value is far beyond LOSS or WIN, so that `_leaf` maps it to LEAF_LOSS or LEAF_WIN.
+        for p in range(4):
+            if status[p] == 1:
+                cell_value[p] = 4 * LOSS
+            elif status[p] == 2:
+                cell_value[p] = 4 * WIN
+        own = np.float64((occ >> cell) & 1)  # an occupied follow-up cell is covered, not turned
         bit = np.int64(1) << cell
         for r in range(1, RANKS + 1):
-            if after[STOCK + r] == 0:
-                continue
-            row_fires = r < row_lo0 or r > row_hi0
-            col_fires = r < col_lo0 or r > col_hi0
-            p = (1 if row_fires else 0) | (2 if col_fires else 0)
-            if status[p] == 1:
-                continue  # LEAF_LOSS, best's floor
-            if status[p] == 2:
-                best[r] = LEAF_WIN
-                near[r] |= bit
-                continue
-            v = cell_value[p] + (base[r] - line_val[row, r] - line_val[col, r])
-            if row_fires:
-                v += table[0, row_f1, min(row_lo1, r), max(row_hi1, r)] + turn_sum[row, r]
-                if own:
-                    v -= turned[2 * cell + 1, r]
-            else:
-                v += row_stays
-            if col_fires:
-                v += table[0, col_f1, min(col_lo1, r), max(col_hi1, r)] + turn_sum[col, r]
-                if own:
-                    v -= turned[2 * cell, r]
-            else:
-                v += col_stays
+            row_fires = (r < row_lo0) | (r > row_hi0)
+            col_fires = (r < col_lo0) | (r > col_hi0)
+            row_turns = (table[0, row_f1, min(row_lo1, r), max(row_hi1, r)] + turn_sum[row, r]
+                         - own * turned[2 * cell + 1, r])
+            col_turns = (table[0, col_f1, min(col_lo1, r), max(col_hi1, r)] + turn_sum[col, r]
+                         - own * turned[2 * cell, r])
+            v = (cell_value[np.int64(row_fires) | (np.int64(col_fires) << 1)]
+                 + (base[r] - line_val[row, r] - line_val[col, r])
+                 + (row_turns if row_fires else row_stays) + (col_turns if col_fires else col_stays))
             v = _leaf(v)
-            if v > best[r]:
-                best[r] = v
-            if record and v >= floor[r]:
+            best[r] = max(best[r], v)
+            if record and v >= floor[r] and v > LEAF_LOSS:
                 near[r] |= bit
+    for r in range(1, RANKS + 1):
+        if after[STOCK + r] == 0:
+            best[r] = LEAF_LOSS
 
 
 @njit(cache=True)
 def _scratch():
     """The per-position arrays `_prepare` fills and `_best_follow_ups` reads, allocated once per turn."""
+    # turned is read (times 0) for empty cells too: zeros, so that it is never NaN.
     return (np.empty(LINES, np.int64), np.empty(LINES, np.int64), np.empty((LINES, RANKS + 1), np.float64),
-            np.empty(RANKS + 1, np.float64), np.empty((2 * CELLS, RANKS + 1), np.float64),
+            np.empty(RANKS + 1, np.float64), np.zeros((2 * CELLS, RANKS + 1), np.float64),
             np.empty((LINES, RANKS + 1), np.float64))
 
 
