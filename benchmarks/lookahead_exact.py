@@ -54,7 +54,7 @@ def main() -> None:
     runs.append(("lookahead", "lookahead", None))
     for _, policy, policy_args in runs:
         sim.play_range(1, 0, 1, policy, policy_args=policy_args)
-    seconds = dict.fromkeys(name for name, _, _ in runs, 0.0)
+    seconds = dict.fromkeys([name for name, _, _ in runs], 0.0)
     for _ in range(3):
         for name, policy, policy_args in runs:
             t0 = time.perf_counter()
