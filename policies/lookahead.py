@@ -220,8 +220,9 @@ def _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_s
     """The position's tables, for `_best_follow_ups`, each per rank r = 1..10 once r is drawn.
 
     Per line k (rows 0..6, columns 7..13): packed face-up and face-down
-    ranks; line_val[k, r], its value (0 when empty); base[r], the sum over
-    the lines. Per occupied cell x and its row (slot 2x) or column (2x + 1):
+    ranks; line_val[k, r], its value (0 when empty; set only for the lines
+    within one of the occupied box, where follow-ups lie); base[r], the sum
+    over the lines. Per occupied cell x and its row (slot 2x) or column (2x + 1):
     turned[slot, r], what turning x over adds to that line. turn_sum[k, r]:
     the sum of turned over the occupied cells of line k, each for its other
     line (what a firing check of line k adds to the lines crossing it).
@@ -239,9 +240,15 @@ def _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_s
         line_fd_ups[k] = 0
         line_ups[k] = 0
         line_min[k] = 0.0
-        for r in range(RANKS + 1):
-            line_val[k, r] = 0.0
-            turn_sum[k, r] = 0.0
+        turn_sum_max[k] = 0.0
+    # Follow-ups lie within one line of the occupied box: only those lines are read.
+    for j in range(2):
+        first = max(0, (after[MIN_ROW] if j == 0 else after[MIN_COL]) - 1) + j * SIDE
+        last = min(SIDE - 1, (after[MAX_ROW] if j == 0 else after[MAX_COL]) + 1) + j * SIDE
+        for k in range(first, last + 1):
+            for r in range(RANKS + 1):
+                line_val[k, r] = 0.0
+                turn_sum[k, r] = 0.0
     for r in range(RANKS + 1):
         base[r] = 0.0
     m = fd & occ
@@ -260,11 +267,9 @@ def _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_s
             line_ups[k] = ups
             v_in, v_out, lo, hi = _values(table, ups, occ & mask, fd & mask)
             for r in range(1, RANKS + 1):
-                line_val[k, r] = v_out
-            for r in range(lo, hi + 1):
-                line_val[k, r] = v_in
-            for r in range(1, RANKS + 1):
-                base[r] += line_val[k, r]
+                v = _select(lo, hi, v_in, v_out, r)
+                line_val[k, r] = v
+                base[r] += v
             line_min[k] = min(v_in, v_out) if lo <= hi else v_out
     m = occ
     while m:
@@ -279,13 +284,9 @@ def _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_s
             mask = ROW_MASK[k] if j == 0 else COL_MASK[k - SIDE]
             v_in, v_out, lo, hi = _values(table, line_ups[k] + delta, occ & mask, (fd ^ bit) & mask)
             s = 2 * x + j
-            for r in range(1, RANKS + 1):
-                turned[s, r] = v_out
-            for r in range(lo, hi + 1):
-                turned[s, r] = v_in
             most = -np.inf
             for r in range(1, RANKS + 1):
-                d = turned[s, r] - line_val[k, r]
+                d = _select(lo, hi, v_in, v_out, r) - line_val[k, r]
                 turned[s, r] = d
                 turn_sum[other, r] += d
                 most = max(most, -d)
@@ -293,11 +294,14 @@ def _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_s
     base[0] = -np.inf
     for r in range(1, RANKS + 1):
         base[0] = max(base[0], base[r])
-    for k in range(LINES):
-        most = turn_sum[k, 1]
-        for r in range(2, RANKS + 1):
-            most = max(most, turn_sum[k, r])
-        turn_sum_max[k] = most
+    for j in range(2):
+        first = after[MIN_ROW] if j == 0 else SIDE + after[MIN_COL]
+        last = after[MAX_ROW] if j == 0 else SIDE + after[MAX_COL]
+        for k in range(first, last + 1):
+            most = turn_sum[k, 1]
+            for r in range(2, RANKS + 1):
+                most = max(most, turn_sum[k, r])
+            turn_sum_max[k] = most
 
 
 @njit(cache=True, inline="always")
