@@ -8,9 +8,12 @@ grid=3) it plays the first DEALS deals of SEED with `lookahead` and with
 same weights) and counts the deals whose moves differ (expected: 0). Then
 it times both on the same GAMES deals of seed 1 under the default rules,
 alternating, in one process on one core, and prints games/s and the ratio.
-With --old, an earlier lookahead (say `git show REV:policies/lookahead.py >
-/tmp/lookahead_old.py`), run as the plugin FILE.py:choose with the same
-weights, joins the alternation, and its ratio to lookahead is printed too.
+With --old, an earlier lookahead, run as the plugin FILE.py:choose with the
+same weights, joins the alternation, and its ratio to lookahead is printed
+too. Take it without numba's disk cache (a file plugin's cached code does
+not load in a later process):
+
+    git show REV:policies/lookahead.py | sed 's/cache=True/cache=False/' > /tmp/lookahead_old.py
 """
 
 import argparse

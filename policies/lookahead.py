@@ -14,7 +14,9 @@ choices, several times faster: the evaluation is a sum over cells and
 lines, and a follow-up placement changes only its own row and column and
 the lines crossing the cells it turns, so with per-position tables of each
 line's value and of what turning each pile adds, for every rank
-(`_prepare`), each leaf is a handful of lookups (`rank_bests`). Those sums
+(`_prepare`), each leaf is a handful of lookups (`rank_bests`), and a
+follow-up cell whose upper bound over every rank (each term at its largest)
+is below every rank's best so far is skipped. Those sums
 round differently from `evaluate`, by far less than `_margin`; when several
 cells come within the margin of the best expectation, their exact
 expectations (the same operations in the same order as `expected_value`,
@@ -115,7 +117,9 @@ def choose_exhaustive(state, rules, card, legal, rng, params):
 # its value, which depends on r only through whether r is inside its face-up range (drawing r
 # takes one card out of its outside exactly when r is outside). So a position's tables
 # (`_prepare`: each line's value and what turning each pile adds to its lines, per rank) make
-# each leaf a handful of lookups (`_best_follow_ups`).
+# each leaf a handful of lookups (`_best_follow_ups`). The same tables' largest values over the
+# ranks (and `_fire_tables`) bound a follow-up cell over every rank at once, so that the cells
+# that cannot be any rank's best (most piles a card would cover) skip the loop over the ranks.
 
 FLIPS = 9
 """A line holds at most 4 piles, so its flip count (occupied - 2 * face-down) is -4..4: index flip + 4."""
