@@ -1,6 +1,6 @@
 """lookahead against its leaf-by-leaf definition: the same moves on every deal, and the speed of each.
 
-    python benchmarks/lookahead_exact.py [-n DEALS] [--speed GAMES] [--seed SEED]
+    python benchmarks/lookahead_exact.py [-n DEALS] [--speed GAMES] [--seed SEED] [--old FILE.py]
 
 For each rule setting (the defaults, adjacency=king, max_face_down=3,
 grid=3) it plays the first DEALS deals of SEED with `lookahead` and with
@@ -8,6 +8,12 @@ grid=3) it plays the first DEALS deals of SEED with `lookahead` and with
 same weights) and counts the deals whose moves differ (expected: 0). Then
 it times both on the same GAMES deals of seed 1 under the default rules,
 alternating, in one process on one core, and prints games/s and the ratio.
+With --old, an earlier lookahead, run as the plugin FILE.py:choose with the
+same weights, joins the alternation, and its ratio to lookahead is printed
+too. Take it without numba's disk cache (a file plugin's cached code does
+not load in a later process):
+
+    git show REV:policies/lookahead.py | sed 's/cache=True/cache=False/' > /tmp/lookahead_old.py
 """
 
 import argparse
@@ -25,6 +31,7 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=2000, help="deals per rule setting (default 2000)")
     parser.add_argument("--speed", type=int, default=200, help="games per speed measurement (default 200)")
     parser.add_argument("--seed", type=int, default=2026, help="seed of the compared deals (default 2026)")
+    parser.add_argument("--old", help="an earlier policies/lookahead.py to time against (its choose)")
     args = parser.parse_args()
 
     import sim
@@ -44,17 +51,23 @@ def main() -> None:
         print(f"{label:>16}: {differ} of {args.n:,} deals of seed {args.seed} differ "
               f"({time.perf_counter() - t0:.1f} s)", flush=True)
 
-    sim.play_range(1, 0, 1, "lookahead")
-    sim.play_range(1, 0, 1, REFERENCE, policy_args=weights)
-    seconds = {"lookahead": 0.0, "choose_exhaustive": 0.0}
+    runs = [("choose_exhaustive", REFERENCE, weights)]
+    if args.old:
+        runs.append(("old lookahead", f"{args.old}:choose", weights))
+    runs.append(("lookahead", "lookahead", None))
+    for _, policy, policy_args in runs:
+        sim.play_range(1, 0, 1, policy, policy_args=policy_args)
+    seconds = dict.fromkeys([name for name, _, _ in runs], 0.0)
     for _ in range(3):
-        for name, policy, policy_args in (("choose_exhaustive", REFERENCE, weights), ("lookahead", "lookahead", None)):
+        for name, policy, policy_args in runs:
             t0 = time.perf_counter()
             sim.play_range(1, 0, args.speed, policy, policy_args=policy_args)
             seconds[name] += time.perf_counter() - t0
     for name, s in seconds.items():
         print(f"{name:>17}: {3 * args.speed / s:10,.1f} games/s (3 x {args.speed} games of seed 1, alternating)")
-    print(f"            ratio: {seconds['choose_exhaustive'] / seconds['lookahead']:.2f}")
+    for name in seconds:
+        if name != "lookahead":
+            print(f"{name:>17}: {seconds[name] / seconds['lookahead']:.2f} x lookahead's time")
 
 
 if __name__ == "__main__":

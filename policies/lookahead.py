@@ -12,14 +12,16 @@ chance of a win does not drown every other difference.
 reference the tests hold `choose` to). `choose` makes exactly the same
 choices, several times faster: the evaluation is a sum over cells and
 lines, and a follow-up placement changes only its own row and column and
-the lines crossing the cells it turns, so each leaf is the position's line
-sum plus a few table lookups (`rank_bests`), and upper bounds skip the
-follow-ups that cannot be a rank's best. Those sums round differently from
-`evaluate`, by far less than `_margin`; when several cells come within the
-margin of the best expectation, their exact expectations (the same
-operations in the same order as `expected_value`, over the follow-ups that
-can be best) decide, so ties and near-ties go exactly as in
-`choose_exhaustive`.
+the lines crossing the cells it turns, so with per-position tables of each
+line's value and of what turning each pile adds, for every rank
+(`_prepare`), each leaf is a handful of lookups (`rank_bests`), and a
+follow-up cell whose upper bound over every rank (each term at its largest)
+is below every rank's best so far is skipped. Those sums
+round differently from `evaluate`, by far less than `_margin`; when several
+cells come within the margin of the best expectation, their exact
+expectations (the same operations in the same order as `expected_value`,
+over the follow-ups that can be best) decide, so ties and near-ties go
+exactly as in `choose_exhaustive`.
 """
 
 import numpy as np
@@ -33,8 +35,8 @@ from policies.heuristic import (
 from sim.kernels import (
     CELLS, COL_MASK, COL_OF, COL_OTHERS_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW,
     OCCUPIED, RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_OTHERS_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN,
-    RULE_MAX_PILE, SIDE, STATE_SIZE, STOCK, STOCK_LEFT, TOP, borrowed, draw, legal_cells, place, popcount,
-    trailing_zeros,
+    RULE_MAX_PILE, SIDE, STATE_SIZE, STOCK, STOCK_LEFT, TOP, borrowed, draw, face_down_after, legal_cells, place,
+    popcount, trailing_zeros,
 )
 
 DESCRIPTION = "Expectimax one card ahead over the stock's ranks, heuristic at the leaves."
@@ -114,9 +116,10 @@ def choose_exhaustive(state, rules, card, legal, rng, params):
 # lines crossing the cells it turns (each holds exactly one of them); every other line keeps
 # its value, which depends on r only through whether r is inside its face-up range (drawing r
 # takes one card out of its outside exactly when r is outside). So a position's tables
-# (`_prepare`) make each leaf a handful of lookups (`_best_follow_ups`). Upper bounds (a turned
-# cell's line counted at the most turning it can add, a follow-up cell at its best over every
-# rank) skip the work that cannot change a rank's best.
+# (`_prepare`: each line's value and what turning each pile adds to its lines, per rank) make
+# each leaf a handful of lookups (`_best_follow_ups`). The same tables' largest values over the
+# ranks (and `_fire_tables`) bound a follow-up cell over every rank at once, so that the cells
+# that cannot be any rank's best (most piles a card would cover) skip the loop over the ranks.
 
 FLIPS = 9
 """A line holds at most 4 piles, so its flip count (occupied - 2 * face-down) is -4..4: index flip + 4."""
@@ -150,16 +153,42 @@ def _line_tables(prefix, weights, table):
     total = prefix[RANKS] - 1
     scale = 0.0 if total == 0 else 1.0 / total
     for f in range(FLIPS):
-        flip = f - 4
         for out in range(2):
-            table[out, f, NO_UPS, NO_UPS] = weights[F_RISK] * flip if total > 0 else 0.0
-            for lo in range(1, RANKS + 1):
-                for hi in range(lo, RANKS + 1):
-                    outside = prefix[lo - 1] + total + 1 - prefix[hi] - out
-                    v = weights[F_RISK] * (flip * outside * scale) + weights[F_SPREAD] * (hi - lo)
-                    if outside == 0:
-                        v += weights[F_CLOSED]
-                    table[out, f, lo, hi] = v if total > 0 else 0.0
+            table[out, f, NO_UPS, NO_UPS] = weights[F_RISK] * (f - 4) if total > 0 else 0.0
+            table[out, f, NONE_LO, 0] = 0.0
+    for lo in range(1, RANKS + 1):
+        for hi in range(lo, RANKS + 1):
+            spread = weights[F_SPREAD] * (hi - lo)
+            for out in range(2):
+                outside = prefix[lo - 1] + total + 1 - prefix[hi] - out
+                closed = weights[F_CLOSED] if outside == 0 else 0.0
+                for f in range(FLIPS):
+                    v = weights[F_RISK] * ((f - 4) * outside * scale) + spread
+                    table[out, f, lo, hi] = v + closed if total > 0 else 0.0
+
+
+@njit(cache=True)
+def _fire_tables(table, fire_max):
+    """fire_max[f, lo, hi] = the largest table[0, f, min(lo, r), max(hi, r)] over r = 1..10.
+
+    The most a line with flip index f and face-down range lo..hi (NONE_LO, 0
+    when none) can be worth once its check fires and r joins its face-up tops.
+    """
+    for f in range(FLIPS):
+        for hi in range(1, RANKS + 1):
+            below = -np.inf  # r < lo: the range becomes r..hi
+            for lo in range(1, hi + 1):
+                fire_max[f, lo, hi] = max(below, table[0, f, lo, hi])
+                below = max(below, table[0, f, lo, hi])
+        for lo in range(1, RANKS + 1):
+            above = -np.inf  # r > hi: the range becomes lo..r
+            for hi in range(RANKS, lo - 1, -1):
+                fire_max[f, lo, hi] = max(fire_max[f, lo, hi], above)
+                above = max(above, table[0, f, lo, hi])
+        most = -np.inf
+        for r in range(1, RANKS + 1):
+            most = max(most, table[0, f, r, r])
+        fire_max[f, NONE_LO, 0] = most
 
 
 @njit(cache=True, inline="always")
@@ -190,30 +219,42 @@ def _select(lo, hi, v_in, v_out, r):
 
 
 @njit(cache=True)
-def _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
-             flip_lo, flip_hi, flip_in, flip_out, flip_gain):
-    """The position's tables, for `_best_follow_ups`.
+def _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max,
+             turned_max):
+    """The position's tables, for `_best_follow_ups`, each per rank r = 1..10 once r is drawn.
 
     Per line k (rows 0..6, columns 7..13): packed face-up and face-down
-    ranks, face-up range, values with r inside and outside it; base[r],
-    the sum over the lines once r is drawn; per occupied cell x and its row
-    (slot 2x) or column (2x + 1): that line's range and values with x
-    turned over, and flip_gain, the most that turning x adds to the line.
+    ranks; line_val[k, r], its value (0 when empty; set only for the lines
+    within one of the occupied box, where follow-ups lie); base[r], the sum
+    over the lines. Per occupied cell x and its row (slot 2x) or column (2x + 1):
+    turned[slot, r], what turning x over adds to that line. turn_sum[k, r]:
+    the sum of turned over the occupied cells of line k, each for its other
+    line (what a firing check of line k adds to the lines crossing it).
+    For the follow-ups' upper bounds, over r = 1..10: base[0], the largest
+    base[r]; line_min[k], the smallest line_val[k, r]; turn_sum_max[k], the
+    largest turn_sum[k, r]; turned_max[slot], the largest -turned[slot, r].
     """
     after, table, base = borrowed(after), borrowed(table), borrowed(base)
-    line_ups, line_fd_ups, line_lo, line_hi = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_lo), borrowed(line_hi)
-    line_in, line_out = borrowed(line_in), borrowed(line_out)
-    flip_lo, flip_hi, flip_in, flip_out = borrowed(flip_lo), borrowed(flip_hi), borrowed(flip_in), borrowed(flip_out)
-    flip_gain = borrowed(flip_gain)
+    line_ups, line_fd_ups, line_val = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_val)
+    turned, turn_sum = borrowed(turned), borrowed(turn_sum)
+    line_min, turn_sum_max, turned_max = borrowed(line_min), borrowed(turn_sum_max), borrowed(turned_max)
     occ = after[OCCUPIED]
     fd = after[FACE_DOWN]
-    for k in range(2 * SIDE):
+    for k in range(LINES):
         line_fd_ups[k] = 0
         line_ups[k] = 0
-        line_lo[k] = NONE_LO
-        line_hi[k] = 0
-        line_in[k] = 0.0
-        line_out[k] = 0.0
+        line_min[k] = 0.0
+        turn_sum_max[k] = 0.0
+    # Follow-ups lie within one line of the occupied box: only those lines are read.
+    for j in range(2):
+        first = max(0, (after[MIN_ROW] if j == 0 else after[MIN_COL]) - 1) + j * SIDE
+        last = min(SIDE - 1, (after[MAX_ROW] if j == 0 else after[MAX_COL]) + 1) + j * SIDE
+        for k in range(first, last + 1):
+            for r in range(RANKS + 1):
+                line_val[k, r] = 0.0
+                turn_sum[k, r] = 0.0
+    for r in range(RANKS + 1):
+        base[r] = 0.0
     m = fd & occ
     while m:
         x = trailing_zeros(m)
@@ -221,9 +262,6 @@ def _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, lin
         n = nibble(after[TOP + x])
         line_fd_ups[ROW_OF[x]] += n
         line_fd_ups[SIDE + COL_OF[x]] += n
-    out_sum = 0.0
-    for r in range(1, RANKS + 1):
-        base[r] = 0.0
     for j in range(2):
         first = after[MIN_ROW] if j == 0 else SIDE + after[MIN_COL]
         last = after[MAX_ROW] if j == 0 else SIDE + after[MAX_COL]
@@ -232,15 +270,11 @@ def _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, lin
             ups = after[ROW_UPS + k] if j == 0 else after[COL_UPS + k - SIDE]
             line_ups[k] = ups
             v_in, v_out, lo, hi = _values(table, ups, occ & mask, fd & mask)
-            line_lo[k] = lo
-            line_hi[k] = hi
-            line_in[k] = v_in
-            line_out[k] = v_out
-            out_sum += v_out
-            for r in range(lo, hi + 1):
-                base[r] += v_in - v_out
-    for r in range(1, RANKS + 1):
-        base[r] += out_sum
+            for r in range(1, RANKS + 1):
+                v = _select(lo, hi, v_in, v_out, r)
+                line_val[k, r] = v
+                base[r] += v
+            line_min[k] = min(v_in, v_out) if lo <= hi else v_out
     m = occ
     while m:
         x = trailing_zeros(m)
@@ -250,14 +284,28 @@ def _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, lin
         delta = n if fd & bit else -n
         for j in range(2):
             k = ROW_OF[x] if j == 0 else SIDE + COL_OF[x]
+            other = SIDE + COL_OF[x] if j == 0 else ROW_OF[x]
             mask = ROW_MASK[k] if j == 0 else COL_MASK[k - SIDE]
             v_in, v_out, lo, hi = _values(table, line_ups[k] + delta, occ & mask, (fd ^ bit) & mask)
             s = 2 * x + j
-            flip_lo[s] = lo
-            flip_hi[s] = hi
-            flip_in[s] = v_in
-            flip_out[s] = v_out
-            flip_gain[s] = max(v_in, v_out) - min(line_in[k], line_out[k])
+            most = -np.inf
+            for r in range(1, RANKS + 1):
+                d = _select(lo, hi, v_in, v_out, r) - line_val[k, r]
+                turned[s, r] = d
+                turn_sum[other, r] += d
+                most = max(most, -d)
+            turned_max[s] = most
+    base[0] = -np.inf
+    for r in range(1, RANKS + 1):
+        base[0] = max(base[0], base[r])
+    for j in range(2):
+        first = after[MIN_ROW] if j == 0 else SIDE + after[MIN_COL]
+        last = after[MAX_ROW] if j == 0 else SIDE + after[MAX_COL]
+        for k in range(first, last + 1):
+            most = turn_sum[k, 1]
+            for r in range(2, RANKS + 1):
+                most = max(most, turn_sum[k, r])
+            turn_sum_max[k] = most
 
 
 @njit(cache=True, inline="always")
@@ -267,7 +315,7 @@ def _cell_setup(after, rules, weights, table, cell, line_ups, line_fd_ups, statu
     status[p]: 0 the game goes on, 1 it is lost, 2 it is won; cell_value[p]:
     the weighted cell features (face-down, piles to open, full piles).
     Returns the face-up ranges and flip indices of the cell's row and column
-    without (0) and with (1) its check, and the others each check turns.
+    without (0) and with (1) its check.
     """
     occ = after[OCCUPIED]
     fd = after[FACE_DOWN]
@@ -300,51 +348,70 @@ def _cell_setup(after, rules, weights, table, cell, line_ups, line_fd_ups, statu
     col_f0 = col_n - 2 * popcount(col_others & fd) + 4
     col_f1 = col_n - 2 * popcount(col_others & up) + 4
     opened = weights[F_TO_OPEN] * (grid * grid - piles)
+    # A check turns its others: face-up ones down, face-down ones up.
+    fd0 = fd & ~bit
+    row_fd = 2 * popcount(row_others & fd)
+    col_fd = 2 * popcount(col_others & fd)
+    row_full_fd = 2 * popcount(row_others & full2 & fd)
+    col_full_fd = 2 * popcount(col_others & full2 & fd)
+    n_full = popcount(full2)
     for p in range(4):
-        turn = (row_others if p & 1 else 0) | (col_others if p & 2 else 0)
-        fd2 = (fd & ~bit) ^ turn
-        n_fd = popcount(fd2)
+        n_fd = popcount(fd0)
+        full_fd = popcount(full2 & fd0)
+        if p & 1:
+            n_fd += row_n - 1 - row_fd
+            full_fd += popcount(row_others & full2) - row_full_fd
+        if p & 2:
+            n_fd += col_n - 1 - col_fd
+            full_fd += popcount(col_others & full2) - col_full_fd
         if n_fd > rules[RULE_MAX_FACE_DOWN]:
             status[p] = 1
         elif piles == grid * grid and n_fd == 0:
             status[p] = 2
         else:
             status[p] = 0
-        cell_value[p] = (weights[F_FACE_DOWN] * n_fd + opened + weights[F_FULL_UP] * popcount(full2 & ~fd2)
-                         + weights[F_FULL_DOWN] * popcount(full2 & fd2))
+        cell_value[p] = (weights[F_FACE_DOWN] * n_fd + opened + weights[F_FULL_UP] * (n_full - full_fd)
+                         + weights[F_FULL_DOWN] * full_fd)
     return (row_lo0, row_hi0, row_lo1, row_hi1, row_f0, row_f1, col_lo0, col_hi0, col_lo1, col_hi1,
-            col_f0, col_f1, row_others, col_others)
+            col_f0, col_f1)
 
 
 @njit(cache=True)
-def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_lo, line_hi,
-                     line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status, cell_value,
-                     floor, near):
+def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_val, base, turned,
+                     turn_sum, line_min, turn_sum_max, turned_max, fire_max, slack, status, cell_value, floor,
+                     near):
     """best[r] = the best leaf over the follow-up cells once rank r is drawn, to within `_margin`.
 
-    Each leaf is first bounded from above with every turned cell's line
-    counted at its flip_gain; only a bound above the best so far pays for
-    those lines' exact values. With floor[0] set, near[r] also gets the
-    mask of the cells whose leaf reaches floor[r].
+    Each leaf is a few lookups in `_prepare`'s tables: the lines away from
+    the follow-up's row and column keep their values (base[r] minus those
+    two), and a firing check adds its line's turn_sum (less the follow-up's
+    own pile, which is covered, not turned). A cell is skipped when an
+    upper bound over every rank (each term at its largest over the ranks),
+    plus `slack`, is below every rank's best so far; new piles, usually the
+    best, go first. With floor[0] set, near[r] also gets the mask of the
+    cells whose leaf reaches floor[r], and floor stands for the best so far.
     """
     # Uncounted views (see sim.kernels.borrowed): the caller keeps every array alive.
     after, rules, weights, table, best = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table), borrowed(best)
-    line_ups, line_fd_ups, line_lo, line_hi = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_lo), borrowed(line_hi)
-    line_in, line_out, base = borrowed(line_in), borrowed(line_out), borrowed(base)
-    flip_lo, flip_hi, flip_in, flip_out = borrowed(flip_lo), borrowed(flip_hi), borrowed(flip_in), borrowed(flip_out)
-    flip_gain, status, cell_value = borrowed(flip_gain), borrowed(status), borrowed(cell_value)
-    floor, near = borrowed(floor), borrowed(near)
+    line_ups, line_fd_ups, line_val, base = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_val), borrowed(base)
+    turned, turn_sum, status, cell_value = borrowed(turned), borrowed(turn_sum), borrowed(status), borrowed(cell_value)
+    line_min, turn_sum_max, turned_max = borrowed(line_min), borrowed(turn_sum_max), borrowed(turned_max)
+    fire_max, floor, near = borrowed(fire_max), borrowed(floor), borrowed(near)
     record = floor[0] != 0.0
+    # lowest: the smallest best[r] (floor[r] with floor[0] set) over the ranks in the stock.
+    lowest = np.inf
     for r in range(1, RANKS + 1):
         best[r] = LEAF_LOSS
         near[r] = 0
+        if after[STOCK + r]:
+            lowest = min(lowest, floor[r] if record else LEAF_LOSS)
+    occ = after[OCCUPIED]
     legal = legal_cells(after, rules)
-    # New piles first: they are usually the best follow-ups, so that later cells can be skipped.
-    opening = legal & ~after[OCCUPIED]
+    opening = legal & ~occ
     m = opening
     while m or legal:
         if m == 0:
-            m = legal & ~opening
+            m = legal & occ
             legal = 0
             if m == 0:
                 break
@@ -353,101 +420,74 @@ def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, 
         row = ROW_OF[cell]
         col = SIDE + COL_OF[cell]
         (row_lo0, row_hi0, row_lo1, row_hi1, row_f0, row_f1, col_lo0, col_hi0, col_lo1, col_hi1,
-         col_f0, col_f1, row_others, col_others) = _cell_setup(
-            after, rules, weights, table, cell, line_ups, line_fd_ups, status, cell_value)
+         col_f0, col_f1) = _cell_setup(after, rules, weights, table, cell, line_ups, line_fd_ups, status, cell_value)
         row_stays = table[0, row_f0, row_lo0, row_hi0]
         col_stays = table[0, col_f0, col_lo0, col_hi0]
-        row_gain = 0.0
-        t = row_others
-        while t:
-            x = trailing_zeros(t)
-            t &= t - 1
-            row_gain += flip_gain[2 * x + 1]
-        col_gain = 0.0
-        t = col_others
-        while t:
-            x = trailing_zeros(t)
-            t &= t - 1
-            col_gain += flip_gain[2 * x]
+        own = np.float64((occ >> cell) & 1)  # an occupied follow-up cell is covered, not turned
         # Skip the cell when a bound over every rank is below the lowest rank's best so far.
-        lowest = np.inf
-        others = -np.inf
-        row_turns = -np.inf
-        col_turns = -np.inf
-        for r in range(1, RANKS + 1):
-            if after[STOCK + r] == 0:
-                continue
-            lowest = min(lowest, floor[r] if record else best[r])
-            others = max(others, base[r] - _select(line_lo[row], line_hi[row], line_in[row], line_out[row], r)
-                         - _select(line_lo[col], line_hi[col], line_in[col], line_out[col], r))
-            row_turns = max(row_turns, table[0, row_f1, min(row_lo1, r), max(row_hi1, r)])
-            col_turns = max(col_turns, table[0, col_f1, min(col_lo1, r), max(col_hi1, r)])
-        bound = -np.inf
+        cell_most = -np.inf
         for p in range(4):
             if status[p] == 2:
-                bound = np.inf
+                cell_most = np.inf
             elif status[p] == 0:
-                bound = max(bound, cell_value[p] + (row_turns + row_gain if p & 1 else row_stays)
-                            + (col_turns + col_gain if p & 2 else col_stays))
-        if bound + others < lowest:
+                cell_most = max(cell_most, cell_value[p])
+        bound = (cell_most + (base[0] - line_min[row] - line_min[col])
+                 + max(row_stays, fire_max[row_f1, row_lo1, row_hi1] + turn_sum_max[row]
+                       + own * turned_max[2 * cell + 1])
+                 + max(col_stays, fire_max[col_f1, col_lo1, col_hi1] + turn_sum_max[col]
+                       + own * turned_max[2 * cell]))
+        if bound + slack < lowest:
             continue
-        for r in range(1, RANKS + 1):
-            if after[STOCK + r] == 0:
-                continue
-            row_fires = r < row_lo0 or r > row_hi0
-            col_fires = r < col_lo0 or r > col_hi0
-            p = (1 if row_fires else 0) | (2 if col_fires else 0)
+        # Branch-free over the ranks (which checks fire depends on r): a lost or won pattern's
+        # cell value is far beyond LOSS or WIN, so that `_leaf` maps it to LEAF_LOSS or LEAF_WIN.
+        for p in range(4):
             if status[p] == 1:
-                continue  # LEAF_LOSS, best's floor
-            if status[p] == 2:
-                best[r] = LEAF_WIN
-                near[r] |= np.int64(1) << cell
-                continue
-            v = cell_value[p] + (base[r]
-                                 - _select(line_lo[row], line_hi[row], line_in[row], line_out[row], r)
-                                 - _select(line_lo[col], line_hi[col], line_in[col], line_out[col], r))
-            v += table[0, row_f1, min(row_lo1, r), max(row_hi1, r)] if row_fires else row_stays
-            v += table[0, col_f1, min(col_lo1, r), max(col_hi1, r)] if col_fires else col_stays
-            gain = (row_gain if row_fires else 0.0) + (col_gain if col_fires else 0.0)
-            threshold = floor[r] if record else best[r]
-            if v + gain < threshold:
-                continue
-            t = (row_others if row_fires else 0) | (col_others if col_fires else 0)
-            while t:
-                x = trailing_zeros(t)
-                t &= t - 1
-                # A turned cell of the row changes its column, one of the column its row.
-                j = 1 if ROW_OF[x] == row else 0
-                k = SIDE + COL_OF[x] if j == 1 else ROW_OF[x]
-                s = 2 * x + j
-                v += (_select(flip_lo[s], flip_hi[s], flip_in[s], flip_out[s], r)
-                      - _select(line_lo[k], line_hi[k], line_in[k], line_out[k], r))
+                cell_value[p] = 4 * LOSS
+            elif status[p] == 2:
+                cell_value[p] = 4 * WIN
+        bit = np.int64(1) << cell
+        lowest_after = np.inf
+        for r in range(1, RANKS + 1):
+            row_fires = (r < row_lo0) | (r > row_hi0)
+            col_fires = (r < col_lo0) | (r > col_hi0)
+            row_turns = (table[0, row_f1, min(row_lo1, r), max(row_hi1, r)] + turn_sum[row, r]
+                         - own * turned[2 * cell + 1, r])
+            col_turns = (table[0, col_f1, min(col_lo1, r), max(col_hi1, r)] + turn_sum[col, r]
+                         - own * turned[2 * cell, r])
+            v = (cell_value[np.int64(row_fires) | (np.int64(col_fires) << 1)]
+                 + (base[r] - line_val[row, r] - line_val[col, r])
+                 + (row_turns if row_fires else row_stays) + (col_turns if col_fires else col_stays))
             v = _leaf(v)
-            if v > best[r]:
-                best[r] = v
-            if record and v >= threshold:
-                near[r] |= np.int64(1) << cell
+            best[r] = max(best[r], v)
+            lowest_after = min(lowest_after, best[r] if after[STOCK + r] else np.inf)
+            if record and v >= floor[r] and v > LEAF_LOSS:
+                near[r] |= bit
+        if not record:
+            lowest = lowest_after
+    for r in range(1, RANKS + 1):
+        if after[STOCK + r] == 0:
+            best[r] = LEAF_LOSS
 
 
 @njit(cache=True)
 def _scratch():
     """The per-position arrays `_prepare` fills and `_best_follow_ups` reads, allocated once per turn."""
-    return (np.empty(2 * SIDE, np.int64), np.empty(2 * SIDE, np.int64), np.empty(2 * SIDE, np.int64),
-            np.empty(2 * SIDE, np.int64), np.empty(2 * SIDE, np.float64), np.empty(2 * SIDE, np.float64),
-            np.empty(RANKS + 1, np.float64), np.empty(2 * CELLS, np.int64), np.empty(2 * CELLS, np.int64),
-            np.empty(2 * CELLS, np.float64), np.empty(2 * CELLS, np.float64), np.empty(2 * CELLS, np.float64))
+    # turned and turned_max are read (times 0) for empty cells too: zeros, so that they are never NaN.
+    return (np.empty(LINES, np.int64), np.empty(LINES, np.int64), np.empty((LINES, RANKS + 1), np.float64),
+            np.empty(RANKS + 1, np.float64), np.zeros((2 * CELLS, RANKS + 1), np.float64),
+            np.empty((LINES, RANKS + 1), np.float64), np.empty(LINES, np.float64), np.empty(LINES, np.float64),
+            np.zeros(2 * CELLS, np.float64))
 
 
 @njit(cache=True)
-def _follow_ups(after, rules, weights, table, best, scratch, status, cell_value, floor, near):
+def _follow_ups(after, rules, weights, table, fire_max, slack, best, scratch, status, cell_value, floor, near):
     """`_prepare` then `_best_follow_ups` for the position `after`, in the arrays of `_scratch`."""
-    (line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
-     flip_lo, flip_hi, flip_in, flip_out, flip_gain) = scratch
-    _prepare(after, table, line_ups, line_fd_ups, line_lo, line_hi, line_in, line_out, base,
-             flip_lo, flip_hi, flip_in, flip_out, flip_gain)
-    _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_lo, line_hi,
-                     line_in, line_out, base, flip_lo, flip_hi, flip_in, flip_out, flip_gain, status,
-                     cell_value, floor, near)
+    line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max, turned_max = scratch
+    _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max,
+             turned_max)
+    _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_val, base, turned,
+                     turn_sum, line_min, turn_sum_max, turned_max, fire_max, slack, status, cell_value, floor,
+                     near)
 
 
 @njit(cache=True)
@@ -460,10 +500,12 @@ def rank_bests(after, rules, weights):
     stock_prefix(after, prefix)
     table = np.zeros((2, FLIPS, NONE_LO + 1, RANKS + 1), np.float64)
     _line_tables(prefix, weights, table)
+    fire_max = np.zeros((FLIPS, NONE_LO + 1, RANKS + 1), np.float64)
+    _fire_tables(table, fire_max)
     best = np.empty(RANKS + 1, np.float64)
     scratch = _scratch()
-    _follow_ups(after, rules, weights, table, best, scratch, np.empty(4, np.int64), np.empty(4, np.float64),
-                np.zeros(RANKS + 1), np.zeros(RANKS + 1, np.int64))
+    _follow_ups(after, rules, weights, table, fire_max, _margin(weights), best, scratch, np.empty(4, np.int64),
+                np.empty(4, np.float64), np.zeros(RANKS + 1), np.zeros(RANKS + 1, np.int64))
     return best
 
 
@@ -510,17 +552,29 @@ def choose(state, rules, card, legal, rng, params):
     roots = np.empty(CELLS, np.int64)
     values = np.empty(CELLS, np.float64)
     n_roots = 0
+    total = state[STOCK_LEFT]
+    # Only whether a cell wins or loses at once matters below, unless there is no next card or the
+    # weights are so large that an evaluation might reach WIN or LOSS (see `_margin`).
+    evaluated = total == 0 or _margin(params) >= 1e-2
+    grid = rules[RULE_GRID]
     m = legal
     while m:
         cell = trailing_zeros(m)
         m &= m - 1
-        v = evaluate(state, rules, cell, card, params, prefix)
+        if evaluated:
+            v = evaluate(state, rules, cell, card, params, prefix)
+        else:
+            n_fd = face_down_after(state, cell, card)
+            v = 0.0
+            if n_fd > rules[RULE_MAX_FACE_DOWN]:
+                v = LOSS
+            elif n_fd == 0 and popcount(state[OCCUPIED] | (np.int64(1) << cell)) == grid * grid:
+                v = WIN
         if v >= WIN:
             return cell
         roots[n_roots] = cell
         values[n_roots] = v
         n_roots += 1
-    total = state[STOCK_LEFT]
     if total == 0:  # no next card: the evaluation itself, lowest cell among equals
         best_cell = roots[0]
         best_value = values[0]
@@ -533,6 +587,8 @@ def choose(state, rules, card, legal, rng, params):
     after = np.empty(STATE_SIZE, np.int64)
     table = np.zeros((2, FLIPS, NONE_LO + 1, RANKS + 1), np.float64)  # zeros where no line can be
     _line_tables(prefix, params, table)
+    fire_max = np.zeros((FLIPS, NONE_LO + 1, RANKS + 1), np.float64)
+    _fire_tables(table, fire_max)
     best = np.empty(RANKS + 1, np.float64)
     scratch = _scratch()
     status = np.empty(4, np.int64)
@@ -549,7 +605,7 @@ def choose(state, rules, card, legal, rng, params):
             continue
         after[:] = state
         place(after, rules, roots[i], card)
-        _follow_ups(after, rules, params, table, best, scratch, status, cell_value, no_floor, near)
+        _follow_ups(after, rules, params, table, fire_max, margin, best, scratch, status, cell_value, no_floor, near)
         ev = 0.0
         for r in range(1, RANKS + 1):
             ev += after[STOCK + r] * best[r]
@@ -578,7 +634,7 @@ def choose(state, rules, card, legal, rng, params):
             floor[0] = 1.0
             for r in range(1, RANKS + 1):
                 floor[r] = bests[i, r] - 2 * margin
-            _follow_ups(after, rules, params, table, best, scratch, status, cell_value, floor, near)
+            _follow_ups(after, rules, params, table, fire_max, margin, best, scratch, status, cell_value, floor, near)
             v = _exact_expectation(after, rules, params, exact_prefix, near)
             if v > best_value:
                 best_value = v

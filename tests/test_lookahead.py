@@ -45,6 +45,7 @@ def test_same_moves_as_the_definition_deal_by_deal(setting):
     [-3.0, -10.0, 2.0, -8.0, 1.5, -1.0, -2.0],  # every sign of the line features reversed
     [-1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0],  # no line features: many exact ties
     [-5.0, -20.0, -1.0, -10.0, -4.0, 3.0, 9.0],
+    [-3000.0, -10000.0, 2.0, -8.0, 1.5, -1.0, -2.0],  # large enough that the roots are fully evaluated
 ])
 def test_same_moves_with_other_weights(weights):
     assert _same_moves(32, 15, sim.Rules(), weights) == []
