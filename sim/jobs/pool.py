@@ -71,6 +71,7 @@ class Feed:
         self.ended = False
 
     def next(self):
+        """The next task, WAIT, or None once the source has ended (and from then on)."""
         if self.ended:
             return None
         item = next(self._it, None)
