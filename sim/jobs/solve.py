@@ -190,11 +190,17 @@ def drive_solve(executor, tasks, warm):
     with contextlib.closing(executor.run(solve_work, feed(), warm)) as results:
         for key, out in results:
             if isinstance(key, tuple):  # a subtree of a split deal
-                k, _, i = key
-                c = chunks[k]
+                k, rnd, i = key
+                c = chunks.get(k)
+                if c is None or c.plan is None or rnd != c.plan.rounds:
+                    continue  # a subtree after a round's first win, searched before the win came back
                 c.round[i] = out
-                if all(x is not None for x in c.round):
-                    c.plan.record(c.round)
+                n = c.plan.decided(c.round)
+                if n is not None:
+                    c.plan.record(c.round[:n])
+                    stale = [q for q in queue if isinstance(q[0], tuple) and q[0][:2] == (k, rnd)]
+                    for q in stale:
+                        queue.remove(q)
                     open_round(k, c)
             else:
                 c = chunks[key]

@@ -433,10 +433,13 @@ class SplitSolve:
     least-cards search does). Each level's tree is split at a fixed depth
     (`_split_frontier`) and the subtrees are searched in rounds: every open
     subtree gets the round's node budget, searched from scratch with a fresh
-    table stamp, and the budget grows SPLIT_GROWTH times each round. A subtree's result is a
-    pure function of its task, and the rounds are joined only between
-    rounds, so the deal's result does not depend on who searched which
-    subtree, in which order, or how fast: the schedule is counted in nodes.
+    table stamp, and the budget grows SPLIT_GROWTH times each round. A
+    round ends with all its results, or at its first win in the subtrees'
+    order (`decided`): the nodes counted are those of the subtrees up to
+    it. A subtree's result is a pure function of its task, and the rounds
+    are joined only between rounds, so the deal's result does not depend on
+    who searched which subtree, in which order, or how fast: the schedule
+    is counted in nodes.
     The driver (`Solver.solve_split` in one process, or a job handing the
     tasks to idle workers) calls `tasks`, runs them, and gives the results
     back to `record`, until `tasks` returns none.
@@ -506,8 +509,24 @@ class SplitSolve:
         return [SubtreeTask(deck, self.rules, self.paths[i], self.level, budget, self.use_tt, self.use_sym,
                             self.deadline) for i in self.open]
 
+    @staticmethod
+    def decided(results: list) -> int | None:
+        """How many of a round's results (None: not back yet) decide it, or None while they do not.
+
+        A round is decided by all its results, or by the first win in the
+        schedule's order once every subtree before it is back: any win
+        before the level settles the deal (it is the least turn left, or
+        any win with first_win), so the subtrees after it are not needed.
+        """
+        for i, x in enumerate(results):
+            if x is None:
+                return None
+            if x.status == "won":
+                return i + 1
+        return len(results)
+
     def record(self, results: list[SubtreeResult]) -> None:
-        """Take a round's results, in the order of its tasks."""
+        """Take a round's results in the order of its tasks: all of them, or up to its first win (`decided`)."""
         self.rounds += 1
         self.nodes += sum(x.nodes for x in results)
         wins = [x for x in results if x.status == "won"]
@@ -600,5 +619,10 @@ def solve_split(solver: Solver, cards: np.ndarray, rules: Rules, *, first_win: b
                       use_tt=use_tt, use_sym=use_sym, started=started,
                       deadline=None if time_limit is None else started + time_limit)
     while tasks := plan.tasks():
-        plan.record([search_subtree(solver, t) for t in tasks])
+        results = []
+        for t in tasks:
+            results.append(search_subtree(solver, t))
+            if results[-1].status == "won":
+                break  # the round is decided: the subtrees after a win are not searched
+        plan.record(results)
     return plan.result()
