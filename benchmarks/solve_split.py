@@ -14,7 +14,13 @@ worker pool:
   worker only (the rows are checked to be identical to help's);
 - serial: `--split-after 0`, the serial solve (other nodes, same scores).
 
-It prints each run's wall time and nodes, and the median ratios.
+It prints each run's wall time and nodes, and the median ratios. Wall
+times on a machine shared with other work say little about helping (the
+other workers' cores may be taken), so it also prints, for each hard deal,
+the schedule's critical path in nodes: the serial part, then each round's
+subtree nodes list-scheduled over `--workers` workers in the schedule's
+order; against the deal's total nodes (one worker) that is the speed-up an
+unloaded machine gives, a figure that does not depend on the machine.
 """
 
 import argparse
@@ -31,6 +37,41 @@ import sim
 from sim.errors import parse_count
 from sim.jobs import runner
 from sim.jobs.solve import SOLVE, SolveConfig
+
+
+def critical_path(deck, split_after: int, workers: int) -> tuple[int, int]:
+    """(total nodes, nodes on the critical path with `workers` workers) of a deal's split schedule."""
+    import heapq
+
+    import numpy as np
+
+    from sim.solver.solver import SplitSolve, search_subtree, shared_solver
+
+    solver, rules = shared_solver(), sim.Rules()
+    cards = np.array(deck, np.uint8)
+    first = solver.solve(cards, rules, node_limit=split_after)
+    if not SplitSolve.needed(first, False, None, split_after):
+        return first.nodes, first.nodes
+    plan = SplitSolve(cards, rules, first, first_win=False, node_limit=None, horizon=40, use_tt=True, use_sym=True,
+                      started=time.time(), deadline=None)
+    path = first.nodes
+    while True:
+        before = plan.nodes
+        tasks = plan.tasks()
+        path += plan.nodes - before  # listing the level's subtrees, in the main process
+        if not tasks:
+            break
+        results = []
+        for t in tasks:
+            results.append(search_subtree(solver, t))
+            if results[-1].status == "won":
+                break
+        free = [0] * workers  # list scheduling in the schedule's order
+        for x in results:
+            heapq.heappush(free, heapq.heappop(free) + x.nodes)
+        path += max(free)
+        plan.record(results)
+    return plan.nodes, path
 
 
 def main() -> None:
@@ -70,6 +111,10 @@ def main() -> None:
                                   f"{r['nodes'] / 1e6:.1f} M nodes {r['seconds']:.1f} s"
                                   for r in tail.iter_rows(named=True)), flush=True)
             assert rows["help"].equals(rows["alone"]), "helping changed a row"
+        for g in hard:
+            total, path = critical_path(sim.deal(0, g), split, args.workers)
+            print(f"deal {g}: {total:,} nodes in all; critical path with {args.workers} workers {path:,} nodes "
+                  f"(speed-up {total / path:.2f})", flush=True)
         med = {w: statistics.median(v) for w, v in walls.items()}
         print(f"median wall: help {med['help']:.1f} s, alone {med['alone']:.1f} s, serial {med['serial']:.1f} s; "
               f"help/alone {med['help'] / med['alone']:.2f}, help/serial {med['help'] / med['serial']:.2f}")
