@@ -122,105 +122,92 @@ def solve_work(payload: dict):
     cap = node_limit if split is None else (split if node_limit is None else min(node_limit, split))
     solver = shared_solver()
     results = []
-    for i in range(payload.get("from", 0), len(decks)):
+    start = payload.get("from", 0)
+    for i in range(start, len(decks)):
         started = time.time()
         first = solver.solve(decks[i], rules, first_win=opts["first_win"], node_limit=cap,
                              time_limit=opts["time_limit"])
         if SplitSolve.needed(first, opts["first_win"], node_limit, split):
-            return {"results": results, "split": (i, first, started)}
+            return {"from": start, "results": results, "split": (i, first, started)}
         results.append(first)
-    return {"results": results, "split": None}
-
-
-@dataclass
-class _Chunk:
-    """A chunk in the main process while its deals are solved: results so far, and the deal being split."""
-
-    payload: dict
-    results: list
-    plan: SplitSolve | None = None
-    round: list | None = None  # the plan's current round: a result (or None) per task
-    running: bool = True  # a stretch of its deals is out with a worker
+    return {"from": start, "results": results, "split": None}
 
 
 def drive_solve(executor, tasks, warm):
     """Run the solve job's chunks; share each hard deal's subtrees among the workers; yield (k, columns).
 
-    Tasks go out in this order: subtrees of rounds of split deals, stretches
-    of chunks stopped by a split deal, new chunks. So when no deals are left
-    to start, every idle worker searches subtrees of the deals still
-    running. Each split deal's rounds are joined here (`SplitSolve`), so its
-    row is the one `solve_split` gives in one process.
+    Tasks go out in this order: subtrees of the split deals' rounds, then
+    the rest of chunks stopped by a split deal, then new chunks. So when no
+    deals are left to start, every idle worker searches subtrees of the
+    deals still running. Each split deal's rounds are joined here
+    (`SplitSolve`), so its row is the one `solve_split` gives in one process.
     """
-    chunks: dict[int, _Chunk] = {}
-    queue: deque = deque()  # (key, payload) ready to hand out before any new chunk
+    results: dict[int, dict] = {}  # chunk -> {deal index in the chunk: SolveResult}
+    payloads: dict[int, dict] = {}
+    plans: dict[tuple[int, int], tuple[SplitSolve, list]] = {}  # (chunk, deal) -> (plan, its round's results)
+    subtrees: deque = deque()  # (key, payload) of subtree tasks, handed out first
+    stretches: deque = deque()  # the rest of chunks stopped by a split deal, next
     source = iter(tasks)
 
-    def open_round(k: int, c: _Chunk) -> None:
-        round_tasks = c.plan.tasks()
+    def open_round(k: int, i: int, plan: SplitSolve) -> None:
+        round_tasks = plan.tasks()
         if round_tasks:
-            c.round = [None] * len(round_tasks)
-            queue.extend(((k, c.plan.rounds, i), {"subtree": t}) for i, t in enumerate(round_tasks))
-            return
-        c.results.append(c.plan.result())  # the split deal is settled (or out of nodes or time)
-        c.plan, c.round = None, None
-        _go_on(k, c)
-
-    def _go_on(k: int, c: _Chunk) -> None:
-        decks_left = c.payload["stop"] - c.payload["start"] - len(c.results)
-        if decks_left > 0:
-            queue.append((k, {**c.payload, "from": len(c.results)}))
-            c.running = True
+            plans[k, i] = (plan, [None] * len(round_tasks))
+            subtrees.extend(((k, i, plan.rounds, j), {"subtree": t}) for j, t in enumerate(round_tasks))
+        else:  # the split deal is settled (or out of nodes or time)
+            plans.pop((k, i), None)
+            results[k][i] = plan.result()
 
     def feed():
         while True:
-            if queue:
-                yield queue.popleft()
-                continue
-            item = next(source, None)
-            if item is not None:
-                k, payload = item
-                chunks[k] = _Chunk(payload, [])
-                yield item
-                continue
-            if not chunks:
-                return
-            yield WAIT
-
-    with contextlib.closing(executor.run(solve_work, feed(), warm)) as results:
-        for key, out in results:
-            if isinstance(key, tuple):  # a subtree of a split deal
-                k, rnd, i = key
-                c = chunks.get(k)
-                if c is None or c.plan is None or rnd != c.plan.rounds:
-                    continue  # a subtree after a round's first win, searched before the win came back
-                c.round[i] = out
-                n = c.plan.decided(c.round)
-                if n is not None:
-                    c.plan.record(c.round[:n])
-                    stale = [q for q in queue if isinstance(q[0], tuple) and q[0][:2] == (k, rnd)]
-                    for q in stale:
-                        queue.remove(q)
-                    open_round(k, c)
+            if subtrees:
+                yield subtrees.popleft()
+            elif stretches:
+                yield stretches.popleft()
             else:
-                c = chunks[key]
-                c.running = False
-                c.results.extend(out["results"])
-                if out["split"] is not None:
-                    i, first, started = out["split"]
-                    opts = c.payload["solve"]
-                    t = opts["time_limit"]
-                    decks = _decks(c.payload)
-                    c.plan = SplitSolve(decks[i], Rules(**c.payload["rules"]), first, first_win=opts["first_win"],
-                                        node_limit=opts["node_limit"], horizon=K.DECK_SIZE, use_tt=True,
-                                        use_sym=True, started=started, deadline=None if t is None else started + t)
-                    open_round(key, c)
+                item = next(source, None)
+                if item is None:
+                    if not results:
+                        return
+                    yield WAIT
                 else:
-                    _go_on(key, c)
-            for k in [k for k, c in chunks.items() if not c.running and c.plan is None
-                      and len(c.results) == c.payload["stop"] - c.payload["start"]]:
-                c = chunks.pop(k)
-                yield k, _columns(c.payload, _decks(c.payload), c.results)
+                    k, payload = item
+                    results[k], payloads[k] = {}, payload
+                    yield item
+
+    with contextlib.closing(executor.run(solve_work, feed(), warm)) as done:
+        for key, out in done:
+            if isinstance(key, tuple):  # a subtree of a split deal
+                k, i, rnd, j = key
+                plan, got = plans.get((k, i), (None, None))
+                if plan is None or rnd != plan.rounds:
+                    continue  # a subtree after a round's first win, searched before the win came back
+                got[j] = out
+                n = plan.decided(got)
+                if n is None:
+                    continue
+                plan.record(got[:n])
+                stale = [q for q in subtrees if q[0][:3] == (k, i, rnd)]
+                for q in stale:
+                    subtrees.remove(q)
+                open_round(k, i, plan)
+            else:
+                k, payload = key, payloads[key]
+                results[k].update((out["from"] + j, r) for j, r in enumerate(out["results"]))
+                if out["split"] is not None:
+                    i, serial, started = out["split"]
+                    if i + 1 < payload["stop"] - payload["start"]:
+                        stretches.append((k, {**payload, "from": i + 1}))
+                    opts = payload["solve"]
+                    t = opts["time_limit"]
+                    plan = SplitSolve(_decks(payload)[i], Rules(**payload["rules"]), serial,
+                                      first_win=opts["first_win"], node_limit=opts["node_limit"],
+                                      horizon=K.DECK_SIZE, use_tt=True, use_sym=True, started=started,
+                                      deadline=None if t is None else started + t)
+                    open_round(k, i, plan)
+            for k in [k for k, r in results.items() if len(r) == payloads[k]["stop"] - payloads[k]["start"]]:
+                r, payload = results.pop(k), payloads.pop(k)
+                yield k, _columns(payload, _decks(payload), [r[i] for i in range(len(r))])
 
 
 def solve_frame(cols: dict) -> pl.DataFrame:
