@@ -13,6 +13,11 @@ which proves the best score. Pruning: moves that lose at once, a turn
 bound raised by line parity, and a transposition table keyed over
 translations and the 8 symmetries. docs/solver.md gives the whole design
 and argues why no pruning rule loses a win.
+
+A deal still unsettled after SPLIT_AFTER nodes goes on as a split solve
+(`SplitSolve`): its level searches cut into subtrees, searched in rounds
+counted in nodes, as tasks any worker can run (`search_subtree`);
+`solve_split` runs the whole schedule in one process.
 """
 
 import math
@@ -337,7 +342,7 @@ nodes of the unfinished rounds are at most a third of the last one's budget."""
 
 @dataclass(frozen=True)
 class SubtreeTask:
-    """One subtree search of a split solve: a pure function of these fields (`Solver.search_subtree`)."""
+    """One subtree search of a split solve: `search_subtree` gives a pure function of these fields."""
 
     deck: tuple[int, ...]
     """The deal's 40 ranks in draw order."""
