@@ -30,10 +30,10 @@ from sim import kernels as K
 from sim.engine.cards import validate_deck
 from sim.engine.rules import Rules
 from sim.solver.search import (
-    CTL_BEST, CTL_DEPTH, CTL_LIMIT, CTL_NODES, CTL_ORDER, CTL_SIZE, CTL_STATUS, DONE, FRAME, KEY_WORDS, MAX_DEPTH, MAX_MOVES,
-    ORDER_GREEDY, ORDER_NEW_PILE, OUTCOMES, RUNNING, SCRATCH, STOPPED_AT_WIN, greedy_line, position_key, search_init,
-    search_run,
+    CTL_BEST, CTL_LIMIT, CTL_NODES, CTL_ORDER, CTL_SIZE, CTL_STATUS, DONE, FRAME, KEY_WORDS, MAX_DEPTH, MAX_MOVES,
+    ORDER_GREEDY, ORDER_NEW_PILE, OUTCOMES, RUNNING, SCRATCH, STOPPED_AT_WIN, greedy_line, search_init, search_run,
 )
+from sim.solver.search import CTL_DEPTH, position_key  # the split schedule (below) uses these too
 
 __all__ = ["OUTCOMES", "SolveResult", "Solver", "SplitSolve", "SubtreeResult", "SubtreeTask", "search_subtree",
            "shared_solver", "solve", "solve_split"]
