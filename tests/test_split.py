@@ -129,6 +129,18 @@ def test_seconds_of_a_split_deal_is_its_wall_time(tmp_path, read_games):
     assert row["nodes"] > SPLIT and 0 < row["seconds"] < s.seconds + 1
 
 
+def test_a_time_limit_bounds_a_split_deal_s_wall_time(tmp_path, read_games):
+    # --time-limit applies to a deal's wall time, its helpers' subtree searches included.
+    r = solve(sim.deal(0, 7), time_limit=2.0, split_after=20_000)
+    assert r.outcome == "won" and r.nodes > 20_000 and r.seconds < 2.0 + 2.0
+    check_line(sim.deal(0, 7), r)
+    s = sim.solve_run(sim.SolveConfig(n=8, seed=0, time_limit=2.0, split_after=20_000), workers=2, chunk_size=1,
+                      out=tmp_path / "t")
+    rows = read_games(s.path)
+    assert rows["seconds"].max() < 2.0 + 2.0 and rows.row(7, named=True)["nodes"] > 20_000
+    assert (rows["outcome"] == "won").all()
+
+
 def _same(x):
     return x
 
