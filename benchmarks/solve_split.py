@@ -58,7 +58,7 @@ def critical_path(deck, split_after: int, workers: int) -> tuple[int, int]:
     while True:
         before = plan.nodes
         tasks = plan.tasks()
-        path += plan.nodes - before  # listing the level's subtrees, in the main process
+        path += plan.nodes - before
         if not tasks:
             break
         results = []

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import sim
+import sim.solver.solver as solver_module
 from sim.jobs.pool import WAIT, run_tasks
 from sim.solver.solver import SPLIT_SUBTREES, Solver, SplitSolve, SubtreeTask, search_subtree, solve
 from test_solver import brute_force, check_line
@@ -29,8 +30,12 @@ SMALL = [
 ]
 
 
+@pytest.mark.parametrize("first_round", [None, 20], ids=["default-rounds", "tiny-rounds"])
 @pytest.mark.parametrize("rules,horizon,games", SMALL, ids=["grid2", "grid3-pile1", "grid3-pile2"])
-def test_split_solves_agree_with_brute_force(rules, horizon, games):
+def test_split_solves_agree_with_brute_force(rules, horizon, games, first_round, monkeypatch):
+    # Tiny rounds leave subtrees unfinished: they are cut deeper and searched again with growing budgets.
+    if first_round is not None:
+        monkeypatch.setattr(solver_module, "SPLIT_FIRST_ROUND", first_round)
     split = 0
     for g in range(games):
         deck = sim.deal(11, g)

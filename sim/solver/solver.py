@@ -333,6 +333,8 @@ SPLIT_SUBTREES = 24
 """The split is made at the first depth with at least this many distinct positions (up to SPLIT_MAX_DEPTH)."""
 SPLIT_MAX_DEPTH = 6
 """Deepest split: positions after this many cards."""
+SPLIT_MAX_EXPAND = 12
+"""A subtree left unfinished by a round is cut into its children for the next, down to this many cards."""
 SPLIT_FIRST_ROUND = 1_000_000
 """Node budget of each open subtree in the first round of a level; each round multiplies it by SPLIT_GROWTH."""
 SPLIT_GROWTH = 4
@@ -374,59 +376,78 @@ class SubtreeResult:
     """The winning line from the empty table (path included); None unless won."""
 
 
-def _split_frontier(deck: np.ndarray, r: np.ndarray, level: int, use_key: bool) -> tuple[list[tuple[int, ...]], int]:
-    """The subtree roots of a split level search, and the placements it took to list them.
+def _split_depth(r: np.ndarray, level: int, deepest: int) -> int:
+    """The deepest a split may cut: before any win is possible (so no listed position is a win)."""
+    floor = int(r[K.RULE_GRID]) ** 2
+    return max(1, min(deepest, floor - 1, level - 2))
 
-    Positions are expanded depth by depth, each list in the search's own order
-    (a new pile first, then fewer face-down tops, then the lowest cell) under
-    its parent's, until a depth has SPLIT_SUBTREES distinct positions. Moves
-    that lose at once (rule 1) and positions the turn bound cuts (rule 2) are
-    dropped; positions with equal canonical keys at one depth have the same
-    future up to symmetry (rule 4), so only the first is kept. The list is a
-    pure function of (deck, rules, level): it decides the subtrees' order.
+
+def _expand(deck: np.ndarray, r: np.ndarray, paths: list, level: int, use_key: bool,
+            seen: set) -> tuple[list[tuple[int, ...]], int]:
+    """The children of each position of `paths` (in order), and the placements made to list them.
+
+    Each position's children come in the search's own order (a new pile
+    first, then fewer face-down tops, then the lowest cell). Moves that lose
+    at once (rule 1) and positions the turn bound cuts (rule 2) are dropped;
+    a position whose canonical key is in `seen` (a position listed before at
+    the same depth of this level: the same future, rule 4) is dropped too,
+    and the others' keys are added to it. A pure function of its arguments.
     """
     floor = int(r[K.RULE_GRID]) ** 2
     max_fd = int(r[K.RULE_MAX_FACE_DOWN])
-    depth_cap = max(1, min(SPLIT_MAX_DEPTH, floor - 1, level - 2))
-    root = np.zeros(K.STATE_SIZE, np.int64)
-    K.reset(root)
-    layer = [((), root)]
     codes = np.zeros(FRAME * FRAME + 1, np.uint64)
     key = np.zeros(KEY_WORDS, np.uint64)
-    placements = 0
-    for t in range(depth_cap):
+    out, placements = [], 0
+    for path in paths:
+        state = np.zeros(K.STATE_SIZE, np.int64)
+        K.reset(state)
+        for t, cell in enumerate(path):
+            K.draw(state, int(deck[t]))
+            K.place(state, r, int(cell), int(deck[t]))
+        t = len(path)
         card = int(deck[t])
-        nxt, seen = [], set()
-        for path, state in layer:
-            legal = int(K.legal_cells(state, r))
-            occupied = int(state[K.OCCUPIED])
-            children = []
-            for cell in range(K.CELLS):
-                if not (legal >> cell) & 1:
-                    continue
-                fd = int(K.face_down_after(state, cell, card))
-                if fd > max_fd:
-                    continue  # rule 1
-                new = 1 - ((occupied >> cell) & 1)
-                children.append(((1 - new, fd, cell), cell))
-            for _, cell in sorted(children):
-                child = state.copy()
-                K.draw(child, card)
-                K.place(child, r, cell, card)
-                placements += 1
-                piles = int(child[K.PILES])
-                if (t + 1) + (floor - piles) >= level:
-                    continue  # rule 2: no win before the level
-                position_key(child, use_key, codes, key)
-                k = (int(key[0]), int(key[1]), int(key[2]))
-                if k in seen:
-                    continue  # rule 4: an equal position is listed already
-                seen.add(k)
-                nxt.append((path + (cell,), child))
-        layer = nxt
-        if len(layer) >= SPLIT_SUBTREES or not layer:
+        legal = int(K.legal_cells(state, r))
+        occupied = int(state[K.OCCUPIED])
+        children = []
+        for cell in range(K.CELLS):
+            if not (legal >> cell) & 1:
+                continue
+            fd = int(K.face_down_after(state, cell, card))
+            if fd > max_fd:
+                continue  # rule 1
+            children.append((((occupied >> cell) & 1, fd, cell), cell))
+        for _, cell in sorted(children):
+            child = state.copy()
+            K.draw(child, card)
+            K.place(child, r, cell, card)
+            placements += 1
+            if (t + 1) + (floor - int(child[K.PILES])) >= level:
+                continue  # rule 2: no win before the level
+            position_key(child, use_key, codes, key)
+            k = (t + 1, int(key[0]), int(key[1]), int(key[2]))
+            if k in seen:
+                continue  # rule 4: an equal position is listed already
+            seen.add(k)
+            out.append(path + (cell,))
+    return out, placements
+
+
+def _split_frontier(deck: np.ndarray, r: np.ndarray, level: int, use_key: bool,
+                    seen: set) -> tuple[list[tuple[int, ...]], int]:
+    """The subtree roots of a split level search, and the placements it took to list them.
+
+    Positions are expanded depth by depth (`_expand`) until a depth has
+    SPLIT_SUBTREES distinct positions (or SPLIT_MAX_DEPTH cards are placed).
+    The list is a pure function of (deck, rules, level): it decides the
+    subtrees' order.
+    """
+    paths, placements = [()], 0
+    for _ in range(_split_depth(r, level, SPLIT_MAX_DEPTH)):
+        paths, placed = _expand(deck, r, paths, level, use_key, seen)
+        placements += placed
+        if len(paths) >= SPLIT_SUBTREES or not paths:
             break
-    return [path for path, _ in layer], placements
+    return paths, placements
 
 
 class SplitSolve:
@@ -467,8 +488,8 @@ class SplitSolve:
         self.proven_floor = floor if first.score_bound is None else K.DECK_SIZE - first.score_bound
         self.lost = False
         self.level = horizon + 1 if first_win else self.proven_floor + 1
-        self.paths: list[tuple[int, ...]] | None = None  # this level's subtree roots, listed when it starts
-        self.open: list[int] = []  # indices of the subtrees not finished yet
+        self.paths: list[tuple[int, ...]] | None = None  # this level's open subtrees, listed when it starts
+        self.seen: set = set()  # keys of the positions listed in this level
         self.budget = SPLIT_FIRST_ROUND
         self.rounds = 0
         self.stopped = False  # a node or time limit ended the schedule
@@ -496,23 +517,24 @@ class SplitSolve:
             self.stopped = True
             return []
         if self.paths is None:
-            self.paths, placed = _split_frontier(self.deck, self.rules.as_array(), self.level,
-                                                 self.use_tt and self.use_sym)
-            self.nodes += placed
-            self.open = list(range(len(self.paths)))
+            self.seen = set()
+            # Listing the subtrees' roots is not counted in nodes (as greedy's game is not): so a node
+            # limit is never overrun, and the searches' nodes are what it limits.
+            self.paths, _ = _split_frontier(self.deck, self.rules.as_array(), self.level,
+                                            self.use_tt and self.use_sym, self.seen)
             self.budget = SPLIT_FIRST_ROUND
-            if not self.open:  # every line is cut before the split depth
+            if not self.paths:  # every line is cut before the split depth
                 self._level_finished()
                 return self.tasks()
         budget = self.budget
         if self.cap is not None:
-            budget = min(budget, (self.cap - self.nodes) // len(self.open))
+            budget = min(budget, (self.cap - self.nodes) // len(self.paths))
             if budget < 1:
                 self.stopped = True
                 return []
         deck = tuple(int(c) for c in self.deck)
-        return [SubtreeTask(deck, self.rules, self.paths[i], self.level, budget, self.use_tt, self.use_sym,
-                            self.deadline) for i in self.open]
+        return [SubtreeTask(deck, self.rules, path, self.level, budget, self.use_tt, self.use_sym, self.deadline)
+                for path in self.paths]
 
     @staticmethod
     def decided(results: list) -> int | None:
@@ -542,8 +564,19 @@ class SplitSolve:
             return
         if any(x.status == "open" for x in results) and self.deadline is not None and time.time() >= self.deadline:
             self.stopped = True
-        self.open = [i for i, x in zip(self.open, results) if x.status == "open"]
-        if not self.open:
+        still = [path for path, x in zip(self.paths, results) if x.status == "open"]
+        # An unfinished subtree is cut one card deeper (its children are the next round's subtrees), as
+        # far as SPLIT_MAX_EXPAND cards: so no single subtree keeps one worker busy while the others wait.
+        r = self.rules.as_array()
+        deepest = _split_depth(r, self.level, SPLIT_MAX_EXPAND)
+        paths = []
+        for path in still:
+            if len(path) < deepest:
+                paths += _expand(self.deck, r, [path], self.level, self.use_tt and self.use_sym, self.seen)[0]
+            else:
+                paths.append(path)
+        self.paths = paths
+        if not paths:
             self._level_finished()
         else:
             self.budget *= SPLIT_GROWTH
