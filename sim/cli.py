@@ -74,7 +74,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 FLAGS = {"n": "-n", "workers": "--workers", "chunk_size": "--chunk-size", "node_limit": "--node-limit",
-         "time_limit": "--time-limit", "out": "--out"}
+         "time_limit": "--time-limit", "split_after": "--split-after", "out": "--out"}
 """The option that sets each library setting a UsageError may name."""
 
 
@@ -718,6 +718,7 @@ def solve(
     first_win: Annotated[bool, typer.Option("--first-win", help="Stop at the first win (winnability only); otherwise search for the best score.")] = False,
     time_limit: Annotated[Optional[float], typer.Option("--time-limit", metavar="SECONDS", help="Seconds per deal (makes outcomes depend on the machine).")] = None,
     node_limit: Annotated[Optional[str], typer.Option("--node-limit", metavar="N", help="Search nodes (placements tried) per deal: reproducible.")] = None,
+    split_after: Annotated[Optional[str], typer.Option("--split-after", metavar="N", help="Serial search nodes after which an unsettled deal is split into subtrees that idle workers share (default 8e6; 0 never splits). The rows do not depend on who helps.")] = None,
     rule: RuleOpt = None,
     out: OutOpt = None,
     resume: ResumeOpt = None,
@@ -747,7 +748,7 @@ def solve(
     refuse_with_resume(resume, **{"-n": n, "--seed": seed, "--rule": rule, "--deals": deals,
                                   "--record-deals": record_deals, "--chunk-size": chunk_size, "--out": out,
                                   "--force": force, "--first-win": first_win, "--time-limit": time_limit,
-                                  "--node-limit": node_limit})
+                                  "--node-limit": node_limit, "--split-after": split_after})
     seed = seed or 0
     nodes = None
     if node_limit is not None:
@@ -757,6 +758,12 @@ def solve(
             fail(f"--node-limit {node_limit!r} is not a positive whole number")
     if time_limit is not None and not time_limit > 0:
         fail(f"--time-limit must be a positive number of seconds, not {time_limit}")
+    split = {}
+    if split_after is not None:
+        try:
+            split = {"split_after": 0 if split_after.strip() == "0" else parse_count(split_after)}
+        except UsageError:
+            fail(f"--split-after {split_after!r} is not a whole number of nodes (0: never split)")
     with library_errors(verbose):
         if resume is not None:
             from sim.analysis.report import is_solve_run
@@ -774,7 +781,7 @@ def solve(
             from sim.jobs.solve import SolveConfig, solve_run
 
             config = SolveConfig(n=count, seed=seed, rules=rules, first_win=first_win,
-                                 node_limit=nodes, time_limit=time_limit,
+                                 node_limit=nodes, time_limit=time_limit, **split,
                                  deals=None if deals is None else str(deals), record_deals=record_deals)
             summary = solve_run(config, out=out, force=force, chunk_size=chunk_size, executor=executor,
                                 scheduler=scheduler, **how)

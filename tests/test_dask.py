@@ -44,6 +44,18 @@ def test_dask_solve_has_the_rows_of_a_local_solve(cluster, tmp_path, read_games)
 
 
 @pytest.mark.slow
+def test_dask_split_solve_has_the_rows_of_a_local_solve(cluster, tmp_path, read_games):
+    # Deals 4 and 7 of seed 0 go past 100,000 nodes: their subtrees are shared by the cluster's workers.
+    config = sim.SolveConfig(n=10, seed=0, node_limit=1_500_000, split_after=100_000)
+    d = sim.solve_run(config, chunk_size=3, out=tmp_path / "dask", executor="dask",
+                      scheduler=cluster.scheduler_address)
+    local = sim.solve_run(config, workers=1, out=tmp_path / "local")
+    rows = read_games(d.path).drop("seconds")
+    assert rows.equals(read_games(local.path).drop("seconds"))
+    assert int((rows["nodes"] > 100_000).sum()) >= 2
+
+
+@pytest.mark.slow
 def test_dask_scheduler_from_the_environment_and_resume(cluster, tmp_path, monkeypatch, read_games):
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", cluster.scheduler_address)
     out = tmp_path / "run"

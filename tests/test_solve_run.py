@@ -41,7 +41,8 @@ def test_rows_are_the_solver_s_results_whatever_the_workers_and_chunks(tmp_path,
         else:
             assert row["score"] is None and row["moves"] is None
     m = json.loads((a.path / "manifest.json").read_text())
-    assert m["kind"] == "solve" and m["solve"] == {"first_win": False, "node_limit": NODES, "time_limit": None}
+    assert m["kind"] == "solve" and m["solve"] == {"first_win": False, "node_limit": NODES, "time_limit": None,
+                                                 "split_after": sim.solver.solver.SPLIT_AFTER}
     assert m["status"] == "complete" and sum(m["parts"].values()) == 60
     assert a.deals == 60 and a.won + a.lost + a.unresolved == 60
     text = a.text()

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from sim.jobs.pool import run_tasks
+from sim.jobs.pool import WAIT, Feed, run_tasks
 
 log = logging.getLogger("sim.executors")
 
@@ -84,28 +84,32 @@ def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | Non
             for address in workers:
                 client.run(warm, workers=[address])
         threads = sum(w["nthreads"] for w in client.scheduler_info(n_workers=-1)["workers"].values()) or 1
-        todo = iter(tasks)
+        todo = Feed(tasks)
         pending = as_completed(loop=client.loop)
         keys = {}
 
-        def submit_one():
-            for key, payload in todo:
+        def top_up():
+            """Submit tasks until 2 per thread are in flight, the source waits (WAIT) or it has ended."""
+            while len(keys) < 2 * threads:
+                item = todo.next()
+                if item is None or item is WAIT:
+                    break
+                key, payload = item
                 # pure=False: a chunk is deterministic, but resubmitting the
                 # same key after an interruption must not reuse a stale result.
                 future = client.submit(fn, payload, pure=False, retries=2)
                 keys[future.key] = key
                 pending.add(future)
-                return True
-            return False
+            if not keys and not todo.ended:
+                raise RuntimeError("the task source waits with no task in flight")
 
-        for _ in range(2 * threads):
-            if not submit_one():
-                break
-        for future in pending:
+        top_up()
+        while keys:
+            future = next(pending)
             key = keys.pop(future.key)
             result = future.result()
             future.release()
             yield key, result
-            submit_one()
+            top_up()
     finally:
         client.close()

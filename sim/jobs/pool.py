@@ -58,6 +58,27 @@ class TaskFailed(RuntimeError):
 
 _PR_SET_PDEATHSIG = 1
 
+WAIT = "wait"
+"""A task source may yield WAIT instead of a task: nothing to hand out now, ask again after the next result
+(a job whose results make new tasks, as a solve's hard deals do). It must not wait with nothing in flight."""
+
+
+class Feed:
+    """Pull tasks from an iterable that may yield WAIT: `next()` gives a task, WAIT, or None when it has ended."""
+
+    def __init__(self, tasks: Iterable):
+        self._it = iter(tasks)
+        self.ended = False
+
+    def next(self):
+        """The next task, WAIT, or None once the source has ended (and from then on)."""
+        if self.ended:
+            return None
+        item = next(self._it, None)
+        if item is None:
+            self.ended = True
+        return item
+
 
 def _die_with_parent(parent_pid: int) -> None:
     """Ask Linux to kill this process when its parent dies (no-op elsewhere)."""
@@ -110,11 +131,13 @@ def run_tasks(
     """Run fn(payload) for each (key, payload) in worker processes; yield (key, result) as they finish.
 
     At most one task per worker is in flight, so memory does not grow with
-    the number of tasks. Raises WorkerDied or TaskFailed naming the task; on
-    any exit (including KeyboardInterrupt in the caller) the workers are stopped.
+    the number of tasks. `tasks` may yield WAIT (see there): idle workers are
+    offered the next task after each result. Raises WorkerDied or TaskFailed
+    naming the task; on any exit (including KeyboardInterrupt in the caller)
+    the workers are stopped.
     """
     ctx = multiprocessing.get_context("fork")
-    todo = iter(tasks)
+    todo = Feed(tasks)
     procs, conns, holding = [], [], {}
     try:
         for w in range(workers):
@@ -127,18 +150,26 @@ def run_tasks(
             conns.append(parent)
 
         def hand_out(w):
-            for key, payload in todo:
-                holding[w] = key
-                try:
-                    conns[w].send((key, payload))
-                except OSError:
-                    procs[w].join(1)
-                    raise WorkerDied(key, procs[w].exitcode) from None
-                log.debug("chunk %s -> worker-%d", key, w + 1)
+            item = todo.next()
+            if item is None or item is WAIT:
                 return
+            key, payload = item
+            holding[w] = key
+            try:
+                conns[w].send((key, payload))
+            except OSError:
+                procs[w].join(1)
+                raise WorkerDied(key, procs[w].exitcode) from None
+            log.debug("chunk %s -> worker-%d", key, w + 1)
 
-        for w in range(workers):
-            hand_out(w)
+        def hand_out_all():
+            for w in range(workers):
+                if w not in holding:
+                    hand_out(w)
+            if not holding and not todo.ended:
+                raise RuntimeError("the task source waits with no task in flight")
+
+        hand_out_all()
         while holding:
             busy = list(holding)
             ready = wait([conns[w] for w in busy] + [procs[w].sentinel for w in busy])
@@ -153,7 +184,7 @@ def run_tasks(
                     if status == "error":
                         raise TaskFailed(key, result)
                     yield key, result
-                    hand_out(w)
+                    hand_out_all()
                 elif procs[w].sentinel in ready:
                     procs[w].join(1)
                     raise WorkerDied(holding[w], procs[w].exitcode)

@@ -83,6 +83,9 @@ class Job:
     """config -> the run directory when none is given."""
     default_chunk_size: Callable[[int, int], int]
     """(rows, workers) -> chunk size when none is given."""
+    drive: Callable | None = None
+    """(executor, chunk tasks, warm) -> (k, columns) as chunks complete, when a job's chunks make further
+    tasks for idle workers (the solve job's hard deals); None: `executor.run(work, ...)`."""
 
 
 def part_name(k: int) -> str:
@@ -507,7 +510,9 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
     status = "incomplete"
     try:
         warm = functools.partial(job.warm, config, decks is not None)  # Dask workers warm themselves
-        with _interrupt_on_sigterm(), contextlib.closing(p.executor.run(job.work, tasks(), warm)) as results:
+        chunks = (job.drive(p.executor, tasks(), warm) if job.drive is not None
+                  else p.executor.run(job.work, tasks(), warm))
+        with _interrupt_on_sigterm(), contextlib.closing(chunks) as results:
             for k, cols in results:
                 name = part_name(k)
                 frame = job.frame(cols)

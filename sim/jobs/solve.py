@@ -23,7 +23,10 @@ column          meaning
 ==============  ===============================================================
 """
 
+import contextlib
 import math
+import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +40,10 @@ from sim.jobs import runner
 from sim.jobs.runner import Job, UsageError, read_manifest
 from sim.players.api import to_compile, warm_up
 from sim.players.oracle import warm_up_solver
-from sim.solver.solver import OUTCOMES, SolveResult, shared_solver
+from sim.jobs.pool import WAIT
+from sim.solver.solver import (
+    OUTCOMES, SPLIT_AFTER, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
+)
 from sim.stats import wilson
 
 OUTCOME_ENUM = pl.Enum(list(OUTCOMES))
@@ -55,19 +61,31 @@ def _decks(task: dict) -> np.ndarray:
 
 
 def solve_decks(decks: np.ndarray, rules: Rules | None = None, first_win: bool = False,
-                node_limit: int | None = None, time_limit: float | None = None) -> list[SolveResult]:
-    """`sim.solve` on each row of an (n, 40) array of decks, in this process."""
+                node_limit: int | None = None, time_limit: float | None = None,
+                split_after: int | None = SPLIT_AFTER) -> list[SolveResult]:
+    """`sim.solve` on each row of an (n, 40) array of decks, in this process (split solves included)."""
     rules = rules or Rules()
     solver = shared_solver()
-    return [solver.solve(d, rules, first_win=first_win, node_limit=node_limit, time_limit=time_limit)
-            for d in validate_decks(decks)]
+    return [solve_split(solver, d, rules, first_win=first_win, node_limit=node_limit, time_limit=time_limit,
+                        split_after=split_after) for d in validate_decks(decks)]
+
+
+def _split_after(opts: dict) -> int | None:
+    """The run's split threshold: None (never) for 0, or for a manifest from before splitting existed."""
+    return opts.get("split_after") or None
 
 
 def solve_chunk(task: dict) -> dict:
-    """Solve one chunk of deals; returns plain columns (the main process writes the part)."""
+    """Solve one chunk of deals in this process, split solves included; returns plain columns."""
     opts = task["solve"]
     decks = _decks(task)
-    results = solve_decks(decks, Rules(**task["rules"]), opts["first_win"], opts["node_limit"], opts["time_limit"])
+    results = solve_decks(decks, Rules(**task["rules"]), opts["first_win"], opts["node_limit"], opts["time_limit"],
+                          _split_after(opts))
+    return _columns(task, decks, results)
+
+
+def _columns(task: dict, decks: np.ndarray, results: list[SolveResult]) -> dict:
+    """A chunk's plain columns (the main process writes the part)."""
     n = len(results)
     return {
         "game": np.arange(task["start"], task["start"] + n, dtype=np.uint64),
@@ -80,6 +98,116 @@ def solve_chunk(task: dict) -> dict:
         "score_bound": np.array([-1 if r.score_bound is None else r.score_bound for r in results], np.int8),
         "deck": decks if task["record_deals"] else None,
     }
+
+
+# --- a job whose hard deals are shared by idle workers ---------------------------------------------
+
+
+def solve_work(payload: dict):
+    """What a worker does with one task of the solve job: a stretch of a chunk's deals, or one subtree.
+
+    A chunk task solves its deals from ``payload["from"]`` on with the serial
+    solve and stops at the first deal that needs a split solve, returning
+    the results so far and that deal's serial result (the main process then
+    shares its subtrees among the workers, and hands the rest of the chunk
+    out again). A subtree task is `search_subtree`.
+    """
+    if "subtree" in payload:
+        return search_subtree(shared_solver(), payload["subtree"])
+    opts = payload["solve"]
+    decks = _decks(payload)
+    rules = Rules(**payload["rules"])
+    split = _split_after(opts)
+    node_limit = opts["node_limit"]
+    cap = node_limit if split is None else (split if node_limit is None else min(node_limit, split))
+    solver = shared_solver()
+    results = []
+    start = payload.get("from", 0)
+    for i in range(start, len(decks)):
+        started = time.time()
+        first = solver.solve(decks[i], rules, first_win=opts["first_win"], node_limit=cap,
+                             time_limit=opts["time_limit"])
+        if SplitSolve.needed(first, opts["first_win"], node_limit, split):
+            return {"from": start, "results": results, "split": (i, first, started)}
+        results.append(first)
+    return {"from": start, "results": results, "split": None}
+
+
+def drive_solve(executor, tasks, warm):
+    """Run the solve job's chunks; share each hard deal's subtrees among the workers; yield (k, columns).
+
+    Tasks go out in this order: subtrees of the split deals' rounds, then
+    the rest of chunks stopped by a split deal, then new chunks. So when no
+    deals are left to start, every idle worker searches subtrees of the
+    deals still running. Each split deal's rounds are joined here
+    (`SplitSolve`), so its row is the one `solve_split` gives in one process.
+    """
+    results: dict[int, dict] = {}  # chunk -> {deal index in the chunk: SolveResult}
+    payloads: dict[int, dict] = {}
+    plans: dict[tuple[int, int], tuple[SplitSolve, list]] = {}  # (chunk, deal) -> (plan, its round's results)
+    subtrees: deque = deque()  # (key, payload) of subtree tasks, handed out first
+    stretches: deque = deque()  # the rest of chunks stopped by a split deal, next
+    source = iter(tasks)
+
+    def open_round(k: int, i: int, plan: SplitSolve) -> None:
+        round_tasks = plan.tasks()
+        if round_tasks:
+            plans[k, i] = (plan, [None] * len(round_tasks))
+            subtrees.extend(((k, i, plan.rounds, j), {"subtree": t}) for j, t in enumerate(round_tasks))
+        else:  # the split deal is settled (or out of nodes or time)
+            plans.pop((k, i), None)
+            results[k][i] = plan.result()
+
+    def feed():
+        while True:
+            if subtrees:
+                yield subtrees.popleft()
+            elif stretches:
+                yield stretches.popleft()
+            else:
+                item = next(source, None)
+                if item is None:
+                    if not results:
+                        return
+                    yield WAIT
+                else:
+                    k, payload = item
+                    results[k], payloads[k] = {}, payload
+                    yield item
+
+    with contextlib.closing(executor.run(solve_work, feed(), warm)) as done:
+        for key, out in done:
+            if isinstance(key, tuple):  # a subtree of a split deal
+                k, i, rnd, j = key
+                plan, got = plans.get((k, i), (None, None))
+                if plan is None or rnd != plan.rounds:
+                    continue  # a subtree after a round's first win, searched before the win came back
+                got[j] = out
+                n = plan.decided(got)
+                if n is None:
+                    continue
+                plan.record(got[:n])
+                stale = [q for q in subtrees if q[0][:3] == (k, i, rnd)]
+                for q in stale:
+                    subtrees.remove(q)
+                open_round(k, i, plan)
+            else:
+                k, payload = key, payloads[key]
+                results[k].update((out["from"] + j, r) for j, r in enumerate(out["results"]))
+                if out["split"] is not None:
+                    i, serial, started = out["split"]
+                    if i + 1 < payload["stop"] - payload["start"]:
+                        stretches.append((k, {**payload, "from": i + 1}))
+                    opts = payload["solve"]
+                    t = opts["time_limit"]
+                    plan = SplitSolve(_decks(payload)[i], Rules(**payload["rules"]), serial,
+                                      first_win=opts["first_win"], node_limit=opts["node_limit"],
+                                      horizon=K.DECK_SIZE, use_tt=True, use_sym=True, started=started,
+                                      deadline=None if t is None else started + t)
+                    open_round(k, i, plan)
+            for k in [k for k, r in results.items() if len(r) == payloads[k]["stop"] - payloads[k]["start"]]:
+                r, payload = results.pop(k), payloads.pop(k)
+                yield k, _columns(payload, _decks(payload), [r[i] for i in range(len(r))])
 
 
 def solve_frame(cols: dict) -> pl.DataFrame:
@@ -158,7 +286,9 @@ class SolveSummary:
         digits = max(2, len(str(self.deals)) - 3)  # enough to tell the interval's ends apart
         pct = lambda k: f"{k / d:.{digits}%}"  # noqa: E731
         limits = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in self.options.items()
-                           if k != "first_win" and v is not None) or "no limit"
+                           if k not in ("first_win", "split_after") and v is not None) or "no limit"
+        if self.options.get("split_after", SPLIT_AFTER) != SPLIT_AFTER:
+            limits += f"; split after {self.options['split_after'] or 'never'}"
         out = [
             f"deals        {self.deals:,}   ({'first win only' if self.options.get('first_win') else 'best score'}"
             f"; {limits})",
@@ -257,10 +387,14 @@ class SolveConfig:
     """Digest of the deal file (filled in when the run starts, checked on resume)."""
     record_deals: bool = False
     """Store each deal's deck in a `deck` column."""
+    split_after: int = SPLIT_AFTER
+    """Serial search nodes after which a deal still unsettled is split into subtrees that idle workers
+    share (the schedule is counted in nodes, so its rows do not depend on who helps); 0 never splits."""
 
     def options(self) -> dict:
         """The solver options, as the manifest's "solve" records them."""
-        return {"first_win": bool(self.first_win), "node_limit": self.node_limit, "time_limit": self.time_limit}
+        return {"first_win": bool(self.first_win), "node_limit": self.node_limit, "time_limit": self.time_limit,
+                "split_after": int(self.split_after)}
 
 
 def _warm(config: SolveConfig, from_file: bool) -> None:
@@ -287,7 +421,8 @@ def config_from_manifest(m: dict) -> SolveConfig:
     """The SolveConfig a manifest records."""
     opts = m.get("solve") or {}
     return SolveConfig(n=m["n"], seed=m["seed"], rules=Rules(**m["rules"]), first_win=bool(opts.get("first_win")),
-                       node_limit=opts.get("node_limit"), time_limit=opts.get("time_limit"), deals=m.get("deals"),
+                       node_limit=opts.get("node_limit"), time_limit=opts.get("time_limit"),
+                       split_after=int(opts.get("split_after") or 0), deals=m.get("deals"),
                        deals_sha256=m.get("deals_sha256"), record_deals=m.get("record_deals", False))
 
 
@@ -305,6 +440,8 @@ def default_out(config: SolveConfig) -> Path:
         name += f"-node_limit{int(config.node_limit)}"
     if config.time_limit is not None:
         name += f"-time_limit{float(config.time_limit):g}"
+    if config.split_after != SPLIT_AFTER:
+        name += f"-split_after{int(config.split_after)}"
     return Path("results") / (name + runner.rules_suffix(config.rules))
 
 
@@ -315,7 +452,8 @@ def default_chunk_size(n: int, workers: int) -> int:
 
 SOLVE = Job(kind="solve", command="solve", unit="deal", work=solve_chunk, frame=solve_frame,
             summarize=summarize_solve, warm=_warm, to_compile=_to_compile, payload=_payload, settings=_settings,
-            from_manifest=config_from_manifest, default_out=default_out, default_chunk_size=default_chunk_size)
+            from_manifest=config_from_manifest, default_out=default_out, default_chunk_size=default_chunk_size,
+            drive=drive_solve)
 """`sim solve` as a job of sim.jobs.runner."""
 
 
@@ -332,6 +470,9 @@ def solve_run(config: SolveConfig, *, out: str | Path | None = None, force: bool
         raise TypeError(f"solve_run() takes a SolveConfig, not {type(config).__name__}")
     if config.node_limit is not None and (isinstance(config.node_limit, bool) or int(config.node_limit) < 1):
         raise UsageError(f"node_limit must be a positive whole number, not {config.node_limit!r}", "node_limit")
+    k = config.split_after
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+        raise UsageError(f"split_after must be a whole number of nodes (0: never split), not {k!r}", "split_after")
     t = config.time_limit
     if t is not None and not (isinstance(t, (int, float)) and math.isfinite(t) and t > 0):
         raise UsageError(f"time_limit must be a positive number of seconds, not {t!r}", "time_limit")

@@ -15,6 +15,11 @@ and a transposition table keyed over translations and the 8 symmetries;
 the last few cards of a line with no slack go to a search over masks.
 docs/solver.md gives the whole design and argues why no pruning rule loses
 a win.
+
+A deal still unsettled after SPLIT_AFTER nodes goes on as a split solve
+(`SplitSolve`): its level searches cut into subtrees, searched in rounds
+counted in nodes, as tasks any worker can run (`search_subtree`);
+`solve_split` runs the whole schedule in one process.
 """
 
 import math
@@ -31,8 +36,10 @@ from sim.solver.search import (
     MAX_MOVES, ORDER_GREEDY, ORDER_NEW_PILE, OUTCOMES, RUNNING, SCRATCH, STOPPED_AT_WIN, greedy_line, search_init,
     search_run,
 )
+from sim.solver.search import CTL_DEPTH, LINES, SEEN_AT, position_key  # the split schedule (below) uses these too
 
-__all__ = ["OUTCOMES", "SolveResult", "Solver", "shared_solver", "solve"]
+__all__ = ["OUTCOMES", "SolveResult", "Solver", "SplitSolve", "SubtreeResult", "SubtreeTask", "search_subtree",
+           "shared_solver", "solve", "solve_split"]
 
 
 # --- Python API -------------------------------------------------------------------
@@ -289,7 +296,8 @@ def shared_solver() -> Solver:
 
 def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit: int | None = None,
           time_limit: float | None = None, *, horizon: int = K.DECK_SIZE, transpositions: bool = True,
-          symmetry: bool = True, rank_parity: bool = True, endgame: bool = True) -> SolveResult:
+          symmetry: bool = True, rank_parity: bool = True, endgame: bool = True,
+          split_after: int | None = None) -> SolveResult:
     """Search every line of play of `deck` (40 ranks in draw order) with the stock order known.
 
     - ``first_win``: stop at the first win (winnability only); otherwise go on
@@ -304,6 +312,10 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
       of the cards to come, docs/solver.md) off (for tests and measurements).
     - ``endgame``: switch rule 5 (the last cards of a line with no slack
       placed by a dedicated search over three masks) off (the same).
+    - ``split_after``: after this many nodes an unsettled deal goes on as a
+      split solve (`SplitSolve`, its subtrees searched here in turn); None
+      (the default here) uses SPLIT_AFTER, 0 never splits. `sim solve` runs
+      the same schedule with the subtrees on idle workers: same rows.
     """
     cards = validate_deck(deck)
     rules = Rules() if rules is None else rules
@@ -316,7 +328,364 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
         raise ValueError(f"time_limit must be a positive number of seconds, not {time_limit!r}")
     if not 1 <= horizon <= K.DECK_SIZE:
         raise ValueError(f"horizon must be in 1..40, not {horizon!r}")
-    return shared_solver().solve(cards, rules, first_win=bool(first_win),
-                                 node_limit=None if node_limit is None else int(node_limit), time_limit=time_limit,
-                                 horizon=int(horizon), use_tt=bool(transpositions), use_sym=bool(symmetry),
-                                 use_ranks=bool(rank_parity), use_endgame=bool(endgame))
+    if split_after is not None and (isinstance(split_after, bool) or int(split_after) < 0):
+        raise ValueError(f"split_after must be a whole number of nodes (0: never split), not {split_after!r}")
+    split = SPLIT_AFTER if split_after is None else (int(split_after) or None)
+    return solve_split(shared_solver(), cards, rules, first_win=bool(first_win),
+                       node_limit=None if node_limit is None else int(node_limit), time_limit=time_limit,
+                       horizon=int(horizon), use_tt=bool(transpositions), use_sym=bool(symmetry), use_ranks=bool(rank_parity),
+                       use_endgame=bool(endgame), split_after=split)
+
+
+# --- the split schedule: one hard deal's search shared between workers ----------------------------------------
+
+SPLIT_AFTER = 8_000_000
+"""Nodes of the serial solve (`Solver.solve`) before a deal that is still unsettled is split into subtrees."""
+SPLIT_SUBTREES = 24
+"""The split is made at the first depth with at least this many distinct positions (up to SPLIT_MAX_DEPTH)."""
+SPLIT_MAX_DEPTH = 6
+"""Deepest split: positions after this many cards."""
+SPLIT_MAX_EXPAND = 12
+"""A subtree left unfinished by a round is cut into its children for the next, down to this many cards."""
+SPLIT_FIRST_ROUND = 1_000_000
+"""Node budget of each open subtree in the first round of a level; each round multiplies it by SPLIT_GROWTH."""
+SPLIT_GROWTH = 4
+"""A subtree not finished in a round is searched again from scratch with this many times the budget: the
+nodes of the unfinished rounds are at most a third of the last one's budget."""
+
+
+@dataclass(frozen=True)
+class SubtreeTask:
+    """One subtree search of a split solve: `search_subtree` gives a pure function of these fields."""
+
+    deck: tuple[int, ...]
+    """The deal's 40 ranks in draw order."""
+    rules: Rules
+    """Rule options."""
+    path: tuple[int, ...]
+    """The cells of the first cards: the subtree's root is the position after them."""
+    level: int
+    """Look for a win before this turn (stop at the first one)."""
+    budget: int
+    """Nodes the search may try, at most."""
+    use_tt: bool = True
+    """Use the transposition table (a fresh stamp: the result does not depend on what the process did before)."""
+    use_sym: bool = True
+    """Key the table over translations and symmetries."""
+    use_ranks: bool = True
+    """Pruning rule 2c (line parities from the ranks to come)."""
+    use_endgame: bool = True
+    """Rule 5 (the last cards of a line with no slack placed by a search over masks)."""
+    deadline: float | None = None
+    """Stop at the first slice after this wall-clock time (time.time()); None for no deadline."""
+
+
+@dataclass(frozen=True)
+class SubtreeResult:
+    """What one subtree search found."""
+
+    status: str
+    """done (no win before the level in this subtree), won (a win, in `moves`) or open (budget or deadline hit)."""
+    nodes: int
+    """Placements tried."""
+    moves: tuple[int, ...] | None = None
+    """The winning line from the empty table (path included); None unless won."""
+
+
+def _split_depth(r: np.ndarray, level: int, deepest: int) -> int:
+    """The deepest a split may cut: before any win is possible (so no listed position is a win)."""
+    floor = int(r[K.RULE_GRID]) ** 2
+    return max(1, min(deepest, floor - 1, level - 2))
+
+
+def _expand(deck: np.ndarray, r: np.ndarray, paths: list, level: int, use_key: bool,
+            seen: set) -> tuple[list[tuple[int, ...]], int]:
+    """The children of each position of `paths` (in order), and the placements made to list them.
+
+    Each position's children come in the search's own order (a new pile
+    first, then fewer face-down tops, then the lowest cell). Moves that lose
+    at once (rule 1) and positions the turn bound cuts (rule 2) are dropped;
+    a position whose canonical key is in `seen` (a position listed before at
+    the same depth of this level: the same future, rule 4) is dropped too,
+    and the others' keys are added to it. A pure function of its arguments.
+    """
+    floor = int(r[K.RULE_GRID]) ** 2
+    max_fd = int(r[K.RULE_MAX_FACE_DOWN])
+    codes = np.zeros(FRAME * FRAME + 1, np.uint64)
+    key = np.zeros(KEY_WORDS, np.uint64)
+    out, placements = [], 0
+    for path in paths:
+        state = np.zeros(K.STATE_SIZE, np.int64)
+        K.reset(state)
+        for t, cell in enumerate(path):
+            K.draw(state, int(deck[t]))
+            K.place(state, r, int(cell), int(deck[t]))
+        t = len(path)
+        card = int(deck[t])
+        legal = int(K.legal_cells(state, r))
+        occupied = int(state[K.OCCUPIED])
+        children = []
+        for cell in range(K.CELLS):
+            if not (legal >> cell) & 1:
+                continue
+            fd = int(K.face_down_after(state, cell, card))
+            if fd > max_fd:
+                continue  # rule 1
+            children.append((((occupied >> cell) & 1, fd, cell), cell))
+        for _, cell in sorted(children):
+            child = state.copy()
+            K.draw(child, card)
+            K.place(child, r, cell, card)
+            placements += 1
+            if (t + 1) + (floor - int(child[K.PILES])) >= level:
+                continue  # rule 2: no win before the level
+            position_key(child, use_key, codes, key)
+            k = (t + 1, int(key[0]), int(key[1]), int(key[2]))
+            if k in seen:
+                continue  # rule 4: an equal position is listed already
+            seen.add(k)
+            out.append(path + (cell,))
+    return out, placements
+
+
+def _split_frontier(deck: np.ndarray, r: np.ndarray, level: int, use_key: bool,
+                    seen: set) -> tuple[list[tuple[int, ...]], int]:
+    """The subtree roots of a split level search, and the placements it took to list them.
+
+    Positions are expanded depth by depth (`_expand`) until a depth has
+    SPLIT_SUBTREES distinct positions (or SPLIT_MAX_DEPTH cards are placed).
+    The list is a pure function of (deck, rules, level): it decides the
+    subtrees' order.
+    """
+    paths, placements = [()], 0
+    for _ in range(_split_depth(r, level, SPLIT_MAX_DEPTH)):
+        paths, placed = _expand(deck, r, paths, level, use_key, seen)
+        placements += placed
+        if len(paths) >= SPLIT_SUBTREES or not paths:
+            break
+    return paths, placements
+
+
+class SplitSolve:
+    """The rest of a deal's solve after the serial phase: level searches split into subtrees, in rounds.
+
+    After `Solver.solve` has spent SPLIT_AFTER nodes on a deal without
+    settling it, the search for a better win goes on level by level (a win
+    before turn ``level``, the least turn not yet ruled out, as the
+    least-cards search does). Each level's tree is split at a fixed depth
+    (`_split_frontier`) and the subtrees are searched in rounds: every open
+    subtree gets the round's node budget, searched from scratch with a fresh
+    table stamp, and the budget grows SPLIT_GROWTH times each round. A
+    round ends with all its results, or at its first win in the subtrees'
+    order (`decided`): the nodes counted are those of the subtrees up to
+    it. A subtree's result is a pure function of its task, and the rounds
+    are joined only between rounds, so the deal's result does not depend on
+    who searched which subtree, in which order, or how fast: the schedule
+    is counted in nodes.
+    The driver (`Solver.solve_split` in one process, or a job handing the
+    tasks to idle workers) calls `tasks`, runs them, and gives the results
+    back to `record`, until `tasks` returns none.
+    """
+
+    def __init__(self, cards: np.ndarray, rules: Rules, first: SolveResult, *, first_win: bool,
+                 node_limit: int | None, horizon: int, use_tt: bool, use_sym: bool, started: float,
+                 deadline: float | None, use_ranks: bool = True, use_endgame: bool = True):
+        self.deck = cards.astype(np.int64)
+        self.rules = rules
+        self.first_win = first_win
+        self.cap = node_limit
+        self.horizon = horizon
+        self.use_tt, self.use_sym = use_tt, use_sym
+        self.use_ranks, self.use_endgame = use_ranks, use_endgame
+        self.started, self.deadline = started, deadline
+        self.nodes = first.nodes
+        self.best = 0 if first.score is None else K.DECK_SIZE - first.score  # turn of the best win known
+        self.best_moves = first.moves
+        floor = rules.grid * rules.grid
+        self.proven_floor = floor if first.score_bound is None else K.DECK_SIZE - first.score_bound
+        self.lost = False
+        self.level = horizon + 1 if first_win else self.proven_floor + 1
+        self.paths: list[tuple[int, ...]] | None = None  # this level's open subtrees, listed when it starts
+        self.seen: set = set()  # keys of the positions listed in this level
+        self.budget = SPLIT_FIRST_ROUND
+        self.rounds = 0
+        self.stopped = False  # a node or time limit ended the schedule
+
+    @staticmethod
+    def needed(first: SolveResult, first_win: bool, node_limit: int | None, split_after: int | None) -> bool:
+        """Does a deal whose serial solve (with node_limit min(node_limit, split_after)) gave `first` go on split?"""
+        if split_after is None or (node_limit is not None and node_limit <= split_after):
+            return False
+        if first.nodes < split_after:  # it ended by itself or by the clock
+            return False
+        if first.outcome == "lost" or (first.outcome == "won" and (first_win or first.proven_best)):
+            return False
+        return True
+
+    def settled(self) -> bool:
+        """Is the deal decided: lost, or won with its best score proven (any win with first_win)?"""
+        return self.lost or bool(self.best and (self.first_win or self.best <= self.proven_floor))
+
+    def tasks(self) -> list[SubtreeTask]:
+        """The next round's subtree searches, in the schedule's order; none when the solve is over."""
+        if self.settled() or self.stopped:
+            return []
+        if self.deadline is not None and time.time() >= self.deadline:
+            self.stopped = True
+            return []
+        if self.paths is None:
+            self.seen = set()
+            # Listing the subtrees' roots is not counted in nodes (as greedy's game is not): so a node
+            # limit is never overrun, and the searches' nodes are what it limits.
+            self.paths, _ = _split_frontier(self.deck, self.rules.as_array(), self.level,
+                                            self.use_tt and self.use_sym, self.seen)
+            self.budget = SPLIT_FIRST_ROUND
+            if not self.paths:  # every line is cut before the split depth
+                self._level_finished()
+                return self.tasks()
+        budget = self.budget
+        if self.cap is not None:
+            budget = min(budget, (self.cap - self.nodes) // len(self.paths))
+            if budget < 1:
+                self.stopped = True
+                return []
+        deck = tuple(int(c) for c in self.deck)
+        return [SubtreeTask(deck, self.rules, path, self.level, budget, self.use_tt, self.use_sym, self.deadline,
+                            self.use_ranks, self.use_endgame)
+                for path in self.paths]
+
+    @staticmethod
+    def decided(results: list) -> int | None:
+        """How many of a round's results (None: not back yet) decide it, or None while they do not.
+
+        A round is decided by all its results, or by the first win in the
+        schedule's order once every subtree before it is back: any win
+        before the level settles the deal (it is the least turn left, or
+        any win with first_win), so the subtrees after it are not needed.
+        """
+        for i, x in enumerate(results):
+            if x is None:
+                return None
+            if x.status == "won":
+                return i + 1
+        return len(results)
+
+    def record(self, results: list[SubtreeResult]) -> None:
+        """Take a round's results in the order of its tasks: all of them, or up to its first win (`decided`)."""
+        self.rounds += 1
+        self.nodes += sum(x.nodes for x in results)
+        wins = [x for x in results if x.status == "won"]
+        if wins:  # the first subtree in the schedule's order that won (any win before the level is the least)
+            line = wins[0].moves
+            if not self.best or len(line) < self.best:
+                self.best, self.best_moves = len(line), line
+            return
+        if any(x.status == "open" for x in results) and self.deadline is not None and time.time() >= self.deadline:
+            self.stopped = True
+        still = [path for path, x in zip(self.paths, results) if x.status == "open"]
+        # An unfinished subtree is cut one card deeper (its children are the next round's subtrees), as
+        # far as SPLIT_MAX_EXPAND cards: so no single subtree keeps one worker busy while the others wait.
+        r = self.rules.as_array()
+        deepest = _split_depth(r, self.level, SPLIT_MAX_EXPAND)
+        paths = []
+        for path in still:
+            if len(path) < deepest:
+                paths += _expand(self.deck, r, [path], self.level, self.use_tt and self.use_sym, self.seen)[0]
+            else:
+                paths.append(path)
+        self.paths = paths
+        if not paths:
+            self._level_finished()
+        else:
+            self.budget *= SPLIT_GROWTH
+
+    def _level_finished(self) -> None:
+        """Every subtree of the level ended without a win: no win before turn `level`."""
+        self.proven_floor = max(self.proven_floor, self.level)
+        self.paths = None
+        if self.level >= (self.best or self.horizon + 1):
+            self.lost = not self.best
+        else:
+            self.level += 1
+
+    def result(self) -> SolveResult:
+        """The deal's result (`seconds`: wall time from the start of its serial solve to now)."""
+        seconds = time.time() - self.started
+        bound = K.DECK_SIZE - self.proven_floor
+        if self.best:
+            return SolveResult("won", K.DECK_SIZE - self.best, bool(self.best <= self.proven_floor), self.nodes,
+                               seconds, self.best_moves, max(bound, K.DECK_SIZE - self.best))
+        if self.lost:
+            return SolveResult("lost", None, False, self.nodes, seconds, None, None)
+        return SolveResult("unresolved", None, False, self.nodes, seconds, None, bound)
+
+
+def search_subtree(solver: Solver, task: SubtreeTask) -> SubtreeResult:
+    """Search one subtree of a split solve (a pure function of `task`: a fresh stamp, nothing carried over).
+
+    The search is set up at the root and its stack is then pointed at the
+    subtree: the path's cards are on the stack as positions with a single,
+    already tried move, except the last, which `search_run` plays itself (so
+    the turn bound and the table apply to the subtree's root as to any
+    node). Positions on the path are never stored in the table (their other
+    moves are not searched), and once the subtree is done the stack unwinds
+    to the root and the search ends.
+    """
+    deck = np.asarray(task.deck, np.int64)
+    r = task.rules.as_array()
+    x = _Search()
+    x.start(deck, r, task.level, ORDER_NEW_PILE, True, task.use_tt, task.use_sym, solver._stamp(), task.use_ranks,
+            task.use_endgame)
+    k = len(task.path)
+    state = x.states[0]
+    seen = x.scratch[SEEN_AT:SEEN_AT + (MAX_DEPTH + 1) * LINES].reshape((MAX_DEPTH + 1, LINES))
+    for t, cell in enumerate(task.path[:-1]):
+        state = x.states[t + 1]
+        state[:] = x.states[t]
+        K.draw(state, int(deck[t]))
+        K.place(state, r, int(cell), int(deck[t]))
+        # The ranks placed in each line of each position on the path, as search_run keeps them (rule 2c).
+        seen[t + 1] = seen[t]
+        seen[t + 1, K.ROW_OF[cell]] |= 1 << int(deck[t])
+        seen[t + 1, K.SIDE + K.COL_OF[cell]] |= 1 << int(deck[t])
+    for t, cell in enumerate(task.path):
+        x.moves[t, 0] = cell
+        x.nmoves[t] = 1
+        x.nexts[t] = 1 if t < k - 1 else 0
+        x.line[t] = cell if t < k - 1 else -1
+    x.tabled[:] = False
+    x.ctl[CTL_DEPTH] = k - 1
+    x.ctl[CTL_STATUS] = RUNNING
+    deadline = None if task.deadline is None else time.perf_counter() + (task.deadline - time.time())
+    x.run(deck, r, task.budget, deadline, solver.tt_keys, solver.tt_info, solver.rate)
+    if x.best:
+        return SubtreeResult("won", x.nodes, x.best_moves)
+    return SubtreeResult("done" if x.status == DONE else "open", x.nodes)
+
+
+def solve_split(solver: Solver, cards: np.ndarray, rules: Rules, *, first_win: bool = False,
+                node_limit: int | None = None, time_limit: float | None = None, horizon: int = K.DECK_SIZE,
+                use_tt: bool = True, use_sym: bool = True, use_ranks: bool = True, use_endgame: bool = True,
+                split_after: int | None = SPLIT_AFTER) -> SolveResult:
+    """The whole schedule of a deal in this process: the serial solve, then (if unsettled) its split rounds.
+
+    A job runs the same schedule with the rounds' subtrees on idle workers;
+    the result is the same (with only a node limit, the same row).
+    """
+    started = time.time()
+    cap = node_limit if split_after is None else (split_after if node_limit is None else min(node_limit, split_after))
+    first = solver.solve(cards, rules, first_win=first_win, node_limit=cap, time_limit=time_limit, horizon=horizon,
+                         use_tt=use_tt, use_sym=use_sym, use_ranks=use_ranks, use_endgame=use_endgame)
+    if not SplitSolve.needed(first, first_win, node_limit, split_after):
+        return first
+    plan = SplitSolve(cards, rules, first, first_win=first_win, node_limit=node_limit, horizon=horizon,
+                      use_tt=use_tt, use_sym=use_sym, use_ranks=use_ranks, use_endgame=use_endgame, started=started,
+                      deadline=None if time_limit is None else started + time_limit)
+    while tasks := plan.tasks():
+        results = []
+        for t in tasks:
+            results.append(search_subtree(solver, t))
+            if results[-1].status == "won":
+                break  # the round is decided: the subtrees after a win are not searched
+        plan.record(results)
+    return plan.result()

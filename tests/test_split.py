@@ -1,0 +1,171 @@
+"""Split solves (sim.solver.solver.SplitSolve): a hard deal's search shared by idle workers.
+
+- With the split forced on almost every deal (``split_after=1``), the solver
+  still agrees with the no-pruning brute force of tests/test_solver.py on
+  small settings, deal by deal, and its won lines replay through the engine.
+- On full deals, a split solve agrees with the serial solve wherever both
+  prove a score, and is never wrong where only one does.
+- A subtree search is a pure function of its task; a split deal's row is the
+  same with 1 or 2 workers, any chunk size, on resume, and equals `sim.solve`
+  in one process.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+import sim
+import sim.solver.solver as solver_module
+from sim.jobs.pool import WAIT, run_tasks
+from sim.solver.solver import SPLIT_SUBTREES, Solver, SplitSolve, SubtreeTask, search_subtree, solve
+from test_solver import brute_force, check_line
+
+pytestmark = pytest.mark.slow
+
+SMALL = [
+    (sim.Rules(grid=2, max_face_down=1), 13, 80),
+    (sim.Rules(grid=3, max_pile=1), 9, 60),
+    (sim.Rules(grid=3, max_pile=2, max_face_down=1), 10, 20),
+]
+
+
+@pytest.mark.parametrize("first_round", [None, 20], ids=["default-rounds", "tiny-rounds"])
+@pytest.mark.parametrize("rules,horizon,games", SMALL, ids=["grid2", "grid3-pile1", "grid3-pile2"])
+def test_split_solves_agree_with_brute_force(rules, horizon, games, first_round, monkeypatch):
+    # Tiny rounds leave subtrees unfinished: they are cut deeper and searched again with growing budgets.
+    if first_round is not None:
+        monkeypatch.setattr(solver_module, "SPLIT_FIRST_ROUND", first_round)
+    split = 0
+    for g in range(games):
+        deck = sim.deal(11, g)
+        expected = brute_force(deck, rules, horizon)
+        r = solve(deck, rules, horizon=horizon, split_after=1)
+        assert (r.outcome, r.score) == expected, f"game {g}"
+        assert r.outcome != "won" or r.proven_best
+        check_line(deck, r, rules)
+        first = solve(deck, rules, first_win=True, horizon=horizon, split_after=1)
+        assert first.outcome == expected[0], f"game {g}, first win"
+        check_line(deck, first, rules)
+        split += r.nodes > 1 + 1  # the serial phase stopped after one node: the rest was split
+    assert split >= games // 2
+
+
+DEALS = range(12)
+LIMIT = 1_500_000
+SPLIT = 100_000
+
+
+@pytest.fixture(scope="module")
+def both():
+    """Deals of seed 0 solved serially and split, with the same node limit."""
+    decks = [sim.deal(0, g) for g in DEALS]
+    serial = [solve(d, node_limit=LIMIT, split_after=0) for d in decks]
+    split = [solve(d, node_limit=LIMIT, split_after=SPLIT) for d in decks]
+    return decks, serial, split
+
+
+def test_split_agrees_with_serial_where_both_prove(both):
+    decks, serial, split = both
+    went_split = 0
+    for deck, a, b in zip(decks, serial, split):
+        check_line(deck, b)
+        assert b.nodes <= LIMIT
+        went_split += b.nodes > SPLIT
+        if a.proven_best and b.proven_best:
+            assert a.score == b.score
+        # never wrong: a proven score is within what the other found and bounded
+        for p, q in ((a, b), (b, a)):
+            if p.proven_best and q.outcome == "won":
+                assert q.score <= p.score <= q.score_bound
+    assert went_split >= 2
+    assert sum(b.proven_best for b in split) >= sum(a.proven_best for a in serial) - 1
+
+
+def test_a_hard_deal_split_is_proven_where_the_serial_one_is():
+    deck = sim.deal(0, 18)  # its best score, 23, takes millions of nodes to prove
+    serial = solve(deck, node_limit=20_000_000, split_after=0)
+    split = solve(deck, node_limit=20_000_000, split_after=2_000_000)
+    assert serial.proven_best and split.proven_best and split.score == serial.score == 23
+    check_line(deck, split)
+
+
+def test_a_subtree_search_is_a_pure_function_of_its_task():
+    deck = sim.deal(0, 7)
+    first = solve(deck, node_limit=50_000, split_after=0)
+    plan = SplitSolve(np.array(deck, np.uint8), sim.Rules(), first, first_win=False, node_limit=None, horizon=40,
+                      use_tt=True, use_sym=True, started=0.0, deadline=None)
+    tasks = plan.tasks()
+    assert len(tasks) >= SPLIT_SUBTREES and len({t.path for t in tasks}) == len(tasks)
+    task = SubtreeTask(**{**tasks[3].__dict__, "budget": 30_000})
+    fresh, used = Solver(tt_bits=16), Solver(tt_bits=16)
+    solve(sim.deal(0, 9), node_limit=40_000)
+    for x in tasks[:5]:  # other searches in between: other stamps, other table entries
+        search_subtree(used, SubtreeTask(**{**x.__dict__, "budget": 5_000}))
+    assert search_subtree(fresh, task) == search_subtree(used, task)
+
+
+def test_split_rows_do_not_depend_on_workers_chunks_or_resume(tmp_path, read_games):
+    config = sim.SolveConfig(n=10, seed=0, node_limit=LIMIT, split_after=SPLIT)
+    a = sim.solve_run(config, workers=1, chunk_size=10, out=tmp_path / "a")
+    b = sim.solve_run(config, workers=2, chunk_size=3, out=tmp_path / "b")
+    c = sim.solve_run(config, workers=2, chunk_size=1, out=tmp_path / "c")
+    ra = read_games(a.path).drop("seconds")
+    assert ra.equals(read_games(b.path).drop("seconds")) and ra.equals(read_games(c.path).drop("seconds"))
+    assert int((ra["nodes"] > SPLIT).sum()) >= 2  # some deals were split
+    for g in range(10):
+        r = solve(sim.deal(0, g), node_limit=LIMIT, split_after=SPLIT)
+        row = ra.row(g, named=True)
+        assert (row["outcome"], row["score"], row["proven_best"], row["nodes"], row["score_bound"]) == (
+            r.outcome, r.score, r.proven_best, r.nodes, r.score_bound)
+        assert row["moves"] == (None if r.moves is None else list(r.moves))
+    m = json.loads((b.path / "manifest.json").read_text())
+    assert m["solve"]["split_after"] == SPLIT
+    # a part of a split deal played again on resume
+    (b.path / "games" / "part-00002.parquet").unlink()  # deals 6..8, deal 7 among them
+    again = sim.resume(b.path, workers=2)
+    assert again.status == "complete" and read_games(b.path).drop("seconds").equals(ra)
+
+
+def test_seconds_of_a_split_deal_is_its_wall_time(tmp_path, read_games):
+    s = sim.solve_run(sim.SolveConfig(n=8, seed=0, node_limit=LIMIT, split_after=SPLIT), workers=2,
+                      chunk_size=1, out=tmp_path / "s")
+    row = read_games(s.path).row(7, named=True)  # deal 7 is split
+    assert row["nodes"] > SPLIT and 0 < row["seconds"] < s.seconds + 1
+
+
+def test_a_time_limit_bounds_a_split_deal_s_wall_time(tmp_path, read_games):
+    # --time-limit applies to a deal's wall time, its helpers' subtree searches included.
+    r = solve(sim.deal(0, 7), time_limit=2.0, split_after=20_000)
+    assert r.outcome == "won" and r.nodes > 20_000 and r.seconds < 2.0 + 2.0
+    check_line(sim.deal(0, 7), r)
+    s = sim.solve_run(sim.SolveConfig(n=8, seed=0, time_limit=2.0, split_after=20_000), workers=2, chunk_size=1,
+                      out=tmp_path / "t")
+    rows = read_games(s.path)
+    assert rows["seconds"].max() < 2.0 + 2.0 and rows.row(7, named=True)["nodes"] > 20_000
+    assert (rows["outcome"] == "won").all()
+
+
+def _same(x):
+    return x
+
+
+def test_pool_hands_out_tasks_made_from_results():
+    # Each result makes the next task; meanwhile the source says WAIT and the second worker stays idle.
+    got, queue = [], [(0, 3)]
+
+    def feed():
+        while len(got) < 4:
+            yield queue.pop() if queue else WAIT
+
+    for key, value in run_tasks(_same, feed(), workers=2):
+        got.append(value)
+        if value > 0:
+            queue.append((key + 1, value - 1))
+    assert got == [3, 2, 1, 0]
+
+    def stuck():
+        yield WAIT
+
+    with pytest.raises(RuntimeError, match="waits with no task in flight"):
+        list(run_tasks(_same, stuck(), workers=1))
