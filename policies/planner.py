@@ -13,10 +13,24 @@ V is linear in features of the position after a placement (an "abstracted
 state", as in Neller et al.'s Poker Squares players):
 
 - a bucket ``(piles still to open, face-down tops)`` (16 x 5 = 80 buckets),
-  each with its own intercept and its own slope in the cards left in the
-  stock, and
+  each with its own intercept, its own slope in the cards left in the
+  stock and its own weights of three shares of the stock's cards, worked
+  out from the stock's composition (`leaf_terms`):
+
+  - ``safe``: the cards that could open a new pile without adding a
+    face-down top (on some empty cell open to a new pile, the checks the
+    card would fire turn no more face-up tops down than face-down tops up);
+  - ``mend``: in the endgame (at most MEND_TO_OPEN piles to open) with a
+    face-down top, the cards that some legal cell takes leaving fewer
+    face-down tops;
+  - ``win_next``: likewise, the cards that would win at once.
+
+  A card that cannot open a pile goes on a pile and costs a point of the
+  score; most of those points go on turning the last face-down tops face
+  up once the grid is full, so these shares are where the score is won or
+  lost;
 - heuristic's full-pile and per-line terms (``full_up``, ``full_down``,
-  ``risk``, ``spread``, ``closed``), computed as `policies.heuristic.evaluate`
+  ``risk``, ``spread``, ``closed``), as `policies.heuristic.evaluate`
   computes them, weighted per group of (face-down tops, piles to open:
   0, 1..3, 4..7, 8+) (20 groups).
 
@@ -24,7 +38,8 @@ The weights are learned by simulation (`sim train`, see README) and shipped
 in ``policies/data/planner.json``. Only the stock's composition is used,
 never its order.
 
-params: [loss value, bucket intercepts (80), bucket slopes (80), heuristic weights (7) per group (20)]
+params: [loss value, then per bucket (80 each): intercepts, slopes, safe, mend and win_next
+weights, then the line weights (5) per group (20)]
 """
 
 import json
@@ -34,42 +49,67 @@ from pathlib import Path
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import leading_zeros
 
-from policies.heuristic import FEATURES as HEURISTIC_FEATURES
-from policies.heuristic import LOSS, WIN, evaluate, stock_prefix
+from policies.heuristic import LOSS, WIN, evaluate, nibble, stock_prefix
 from policies.params import Param
 from sim.kernels import (
-    FACE_DOWN, OCCUPIED, RANKS, RULE_GRID, STATE_SIZE, STOCK, STOCK_LEFT, draw, legal_cells, place,
-    placement_flips, popcount, trailing_zeros,
+    BAND_COLS, BAND_ROWS, COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW,
+    OCCUPIED, OPEN, RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN, RULE_MAX_PILE,
+    SIDE, STATE_SIZE, STOCK, STOCK_LEFT, TOP, draw, legal_cells, neighbours, place, placement_flips, popcount,
+    trailing_zeros,
 )
 
-FORMAT = "foursquare-planner-values-v1"
+FORMAT = "foursquare-planner-values-v2"
 """Format tag of the values file; a file with another tag is refused."""
 TO_OPEN_BUCKETS = 16
 """Piles still to open after a placement: 0..15 (more is counted as 15)."""
 FACE_DOWN_BUCKETS = 5
 """Face-down tops after a placement: 0..4 (more is counted as 4)."""
 N_BUCKETS = TO_OPEN_BUCKETS * FACE_DOWN_BUCKETS
+BUCKET_FEATURES = ("bias", "stock_left", "safe", "mend", "win_next")
+"""The terms weighted per bucket."""
 LINE_FEATURES = ("full_up", "full_down", "risk", "spread", "closed")
-"""heuristic's terms that V weighs (the two others are in the bucket)."""
+"""heuristic's terms that V weighs per group."""
 OPEN_GROUPS = 4
 """Groups of piles still to open for the line terms' weights: 0, 1..3, 4..7, 8 or more."""
 N_GROUPS = FACE_DOWN_BUCKETS * OPEN_GROUPS
 FEATURE_SET = (
-    [f"bias[to_open={t},face_down={d}]" for t in range(TO_OPEN_BUCKETS) for d in range(FACE_DOWN_BUCKETS)]
-    + [f"stock_left[to_open={t},face_down={d}]" for t in range(TO_OPEN_BUCKETS) for d in range(FACE_DOWN_BUCKETS)]
+    [f"{f}[to_open={t},face_down={d}]" for f in BUCKET_FEATURES
+     for t in range(TO_OPEN_BUCKETS) for d in range(FACE_DOWN_BUCKETS)]
     + [f"{f}[face_down={d},open_group={g}]" for d in range(FACE_DOWN_BUCKETS) for g in range(OPEN_GROUPS)
        for f in LINE_FEATURES]
 )
 """Name of each learned weight, in file order."""
 N_WEIGHTS = len(FEATURE_SET)
+N_LINE = len(LINE_FEATURES)
 
 P_LOSS = 0
 P_BIAS = 1
 P_SLOPE = P_BIAS + N_BUCKETS
-P_HEURISTIC = P_SLOPE + N_BUCKETS
-N_HEURISTIC = len(HEURISTIC_FEATURES)
-N_PARAMS = P_HEURISTIC + N_GROUPS * N_HEURISTIC
+P_SAFE = P_SLOPE + N_BUCKETS
+P_MEND = P_SAFE + N_BUCKETS
+P_WIN_NEXT = P_MEND + N_BUCKETS
+P_LINE = P_WIN_NEXT + N_BUCKETS
+N_PARAMS = P_LINE + N_GROUPS * N_LINE
+N_TERMS = len(BUCKET_FEATURES) + N_LINE
+"""What `sparse_features` writes: a bucket's terms, then the line terms."""
+
+LINES = 2 * SIDE
+"""Rows 0..6, then columns 0..6 as lines 7..13 (in the `lines` scratch array)."""
+UPS = 2 * LINES
+SCRATCH = 3 * LINES
+"""Length of the `lines` scratch array: each line's face-up span, then its flip, then its packed face-up ranks."""
+ALL_RANKS = ((1 << (RANKS + 1)) - 1) & ~1
+"""Bits 1..10: every rank."""
+
+MEND_TO_OPEN = 1
+"""`mend` and `win_next` are worked out only with at most this many piles to open (0 otherwise): the
+endgame, where fixing face-down tops costs the score its cards."""
+
+ONGOING = 0
+WON = 1
+LOST = -1
 
 DATA_FILE = "planner.json"
 """The shipped values, in the package's data directory."""
@@ -89,13 +129,7 @@ def group(to_open, face_down):
 
 def weights_to_params(weights, loss: float) -> list[float]:
     """The params array of learned `weights` (FEATURE_SET order) and the loss value."""
-    w = [float(x) for x in weights]
-    params = [float(loss)] + w[:2 * N_BUCKETS]
-    k = len(LINE_FEATURES)
-    for g in range(N_GROUPS):
-        line = dict(zip(LINE_FEATURES, w[2 * N_BUCKETS + g * k: 2 * N_BUCKETS + (g + 1) * k]))
-        params += [line.get(f, 0.0) for f in HEURISTIC_FEATURES]
-    return params
+    return [float(loss)] + [float(x) for x in weights]
 
 
 def validate_values(data, where: str) -> list[float]:
@@ -145,27 +179,271 @@ PARAMS = (
 
 
 @njit(cache=True, inline="always")
-def leaf_value(state, rules, cell, card, params, prefix):
+def ups_after(state, ups, line, turn, face_down_after):
+    """A line's packed face-up ranks after its turned cells change face.
+
+    Only the placed card's row and column turn cells, so in any other line
+    the one cell that can turn is where it crosses them.
+    """
+    m = turn & line
+    while m:
+        t = trailing_zeros(m)
+        m &= m - 1
+        if face_down_after & (np.int64(1) << t):
+            ups -= nibble(state[TOP + t])
+        else:
+            ups += nibble(state[TOP + t])
+    return ups
+
+
+@njit(cache=True, inline="always")
+def span(ups):
+    """Mask of the ranks (bit r) that fall within a line's face-up ranks, so that its check does not fire.
+
+    0 when no top of the line is face up (the check always fires).
+    """
+    if ups == 0:
+        return np.int64(0)
+    lo = trailing_zeros(ups) // RANK_SHIFT
+    hi = (63 - leading_zeros(ups)) // RANK_SHIFT
+    return (np.int64(2) << hi) - (np.int64(1) << lo)
+
+
+@njit(cache=True, inline="always")
+def line_info(ups, occupied, face_down, prefix):
+    """(risk, spread, closed) of one line as `policies.heuristic.line_terms` computes them, then its
+    span (see `span`) and flip (the change in face-down tops if its check fires)."""
+    n_occ = popcount(occupied)
+    flip = n_occ - 2 * popcount(face_down)
+    total = prefix[RANKS]
+    if n_occ == 0 or total == 0:
+        return 0.0, 0.0, 0.0, span(ups), flip
+    if ups == 0:
+        return float(flip), 0.0, 0.0, np.int64(0), flip
+    lo = trailing_zeros(ups) // RANK_SHIFT
+    hi = (63 - leading_zeros(ups)) // RANK_SHIFT
+    outside = prefix[lo - 1] + total - prefix[hi]
+    closed = 1.0 if outside == 0 else 0.0
+    return flip * outside / total, float(hi - lo), closed, (np.int64(2) << hi) - (np.int64(1) << lo), flip
+
+
+@njit(cache=True, inline="always")
+def safe_ranks(open_cells, lines):
+    """Mask of the ranks (bit r) that some cell of `open_cells` takes without adding a face-down top.
+
+    `lines` holds each line's span and flip (face-down change if its check
+    fires) after the placement; a line without piles has span 0 and flip 0.
+    """
+    ok = np.int64(0)
+    m = open_cells
+    while m:
+        c = trailing_zeros(m)
+        m &= m - 1
+        ir = lines[ROW_OF[c]]
+        ic = lines[SIDE + COL_OF[c]]
+        fr = lines[LINES + ROW_OF[c]]
+        fc = lines[LINES + SIDE + COL_OF[c]]
+        ok |= (ir & ic) | (ic & ~ir & -np.int64(fr <= 0)) | (ir & ~ic & -np.int64(fc <= 0)) \
+            | (~(ir | ic) & -np.int64(fr + fc <= 0))
+    return ok & ALL_RANKS
+
+
+@njit(cache=True, inline="always")
+def mend_ranks(state, cell, card, cells, occupied, face_down, to_open, lines):
+    """(ranks that some cell of `cells` takes leaving fewer face-down tops, ranks that win at once there).
+
+    The position is the one after placing `card` on `cell`: `occupied` and
+    `face_down` its masks, `to_open` its piles still to open and `lines`
+    its lines' flips and packed face-up ranks. Masks have bit r for rank r.
+    """
+    n_fd = popcount(face_down)
+    mend = np.int64(0)
+    win = np.int64(0)
+    m = cells
+    while m:
+        c = trailing_zeros(m)
+        m &= m - 1
+        cbit = np.int64(1) << c
+        top = card if c == cell else state[TOP + c]
+        own = nibble(top) & -np.int64((occupied & ~face_down & cbit) != 0)
+        ir = span(lines[UPS + ROW_OF[c]] - own)
+        ic = span(lines[UPS + SIDE + COL_OF[c]] - own)
+        # The flips of its lines' others: the lines' flips without this cell's own pile.
+        mine = ((occupied >> c) & 1) * (1 - 2 * ((face_down >> c) & 1))
+        fr = lines[LINES + ROW_OF[c]] - mine
+        fc = lines[LINES + SIDE + COL_OF[c]] - mine
+        base = n_fd - ((face_down >> c) & 1)  # a face-down pile covered by a face-up card
+        quiet = ir & ic
+        row_only = ic & ~ir
+        col_only = ir & ~ic
+        both = ~(ir | ic)
+        mend |= ((quiet & -np.int64(base < n_fd)) | (row_only & -np.int64(base + fr < n_fd))
+                 | (col_only & -np.int64(base + fc < n_fd)) | (both & -np.int64(base + fr + fc < n_fd)))
+        if to_open == 1 - ((occupied >> c) & 1):  # the grid is full after this card
+            win |= ((quiet & -np.int64(base == 0)) | (row_only & -np.int64(base + fr == 0))
+                    | (col_only & -np.int64(base + fc == 0)) | (both & -np.int64(base + fr + fc == 0)))
+    return mend & ALL_RANKS, win & ALL_RANKS
+
+
+@njit(cache=True, inline="always")
+def stock_share(ranks, prefix):
+    """Share of the stock's cards whose rank is in the mask `ranks` (bit r for rank r)."""
+    n = 0
+    for r in range(1, RANKS + 1):
+        n += ((ranks >> r) & 1) * (prefix[r] - prefix[r - 1])
+    return n / prefix[RANKS]
+
+
+@njit(cache=True, inline="always")
+def leaf_terms(state, rules, cell, card, prefix, lines):
+    """The features of the position after placing `card` on `cell`, without changing the state.
+
+    Returns (status, to_open, face_down, full_up, full_down, risk, spread,
+    closed, safe, mend, win_next); status is WON, LOST or ONGOING (the other terms then
+    mean nothing). `prefix` holds the stock's cumulative rank counts after
+    this card; `lines` is scratch (SCRATCH int64).
+    """
+    bit = np.int64(1) << cell
+    occupied = state[OCCUPIED]
+    face_down = state[FACE_DOWN]
+    _, turn = placement_flips(state, cell, card)
+    occ2 = occupied | bit
+    fd2 = (face_down & ~bit) ^ turn
+    n_fd = popcount(fd2)
+    grid = rules[RULE_GRID]
+    piles = popcount(occ2)
+    to_open = grid * grid - piles
+    if n_fd > rules[RULE_MAX_FACE_DOWN]:
+        return LOST, to_open, n_fd, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    if to_open == 0 and n_fd == 0:
+        return WON, to_open, n_fd, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    full2 = state[FULL]
+    if state[HEIGHT + cell] + 1 >= rules[RULE_MAX_PILE]:
+        full2 |= bit
+
+    row = ROW_OF[cell]
+    col = COL_OF[cell]
+    own = np.int64(0)
+    if occupied & ~face_down & bit:
+        own = nibble(state[TOP + cell])
+    row_lo = min(state[MIN_ROW], row)
+    row_hi = max(state[MAX_ROW], row)
+    col_lo = min(state[MIN_COL], col)
+    col_hi = max(state[MAX_COL], col)
+    for k in range(row_lo):
+        lines[k] = 0
+        lines[LINES + k] = 0
+        lines[UPS + k] = 0
+    for k in range(row_hi + 1, SIDE):
+        lines[k] = 0
+        lines[LINES + k] = 0
+        lines[UPS + k] = 0
+    for k in range(col_lo):
+        lines[SIDE + k] = 0
+        lines[LINES + SIDE + k] = 0
+        lines[UPS + SIDE + k] = 0
+    for k in range(col_hi + 1, SIDE):
+        lines[SIDE + k] = 0
+        lines[LINES + SIDE + k] = 0
+        lines[UPS + SIDE + k] = 0
+
+    own_change = nibble(card) - own
+    risk = 0.0
+    spread = 0.0
+    closed = 0.0
+    for r in range(row_lo, row_hi + 1):
+        ups = ups_after(state, state[ROW_UPS + r] + (own_change if r == row else 0), ROW_MASK[r], turn, fd2)
+        lines[UPS + r] = ups
+        a, b, c, lines[r], lines[LINES + r] = line_info(ups, occ2 & ROW_MASK[r], fd2 & ROW_MASK[r], prefix)
+        risk += a
+        spread += b
+        closed += c
+    for k in range(col_lo, col_hi + 1):
+        ups = ups_after(state, state[COL_UPS + k] + (own_change if k == col else 0), COL_MASK[k], turn, fd2)
+        lines[UPS + SIDE + k] = ups
+        a, b, c, lines[SIDE + k], lines[LINES + SIDE + k] = line_info(
+            ups, occ2 & COL_MASK[k], fd2 & COL_MASK[k], prefix)
+        risk += a
+        spread += b
+        closed += c
+
+    safe = 0.0
+    mend = 0.0
+    win_next = 0.0
+    if prefix[RANKS] > 0:
+        open2 = np.int64(0)
+        if to_open > 0:
+            band = (BAND_ROWS[max(0, row_hi - grid + 1) * SIDE + min(SIDE - 1, row_lo + grid - 1)]
+                    & BAND_COLS[max(0, col_hi - grid + 1) * SIDE + min(SIDE - 1, col_lo + grid - 1)])
+            open2 = (state[OPEN] | neighbours(cell, rules)) & ~occ2 & band
+            safe = stock_share(safe_ranks(open2, lines), prefix)
+        if n_fd > 0 and to_open <= MEND_TO_OPEN:
+            ranks_mend, ranks_win = mend_ranks(state, cell, card, (occ2 & ~full2) | open2, occ2, fd2, to_open, lines)
+            mend = stock_share(ranks_mend, prefix)
+            win_next = stock_share(ranks_win, prefix)
+    return (ONGOING, to_open, n_fd, popcount(full2 & ~fd2), popcount(full2 & fd2), risk, spread, closed, safe,
+            mend, win_next)
+
+
+@njit(cache=True, inline="always")
+def bucket_of(to_open, face_down):
+    """Index of the (piles to open, face-down tops) bucket."""
+    return min(max(to_open, 0), TO_OPEN_BUCKETS - 1) * FACE_DOWN_BUCKETS + min(face_down, FACE_DOWN_BUCKETS - 1)
+
+
+@njit(cache=True)
+def sparse_features(state, rules, cell, card, prefix, lines, idx, val):
+    """The nonzero-able features of a placement as (weight index, value) pairs in idx/val (N_TERMS each).
+
+    Returns the status (WON, LOST or ONGOING); idx/val mean something only
+    for ONGOING. V is the dot product of these with the weights.
+    """
+    status, to_open, fd, full_up, full_down, risk, spread, closed, safe, mend, win_next = leaf_terms(
+        state, rules, cell, card, prefix, lines)
+    if status != ONGOING:
+        return status
+    b = bucket_of(to_open, fd)
+    nb = len(BUCKET_FEATURES)
+    for j in range(nb):
+        idx[j] = j * N_BUCKETS + b
+    val[0] = 1.0
+    val[1] = float(state[STOCK_LEFT])
+    val[2] = safe
+    val[3] = mend
+    val[4] = win_next
+    w = nb * N_BUCKETS + group(to_open, fd) * N_LINE
+    for j in range(N_LINE):
+        idx[nb + j] = w + j
+    val[nb] = full_up
+    val[nb + 1] = full_down
+    val[nb + 2] = risk
+    val[nb + 3] = spread
+    val[nb + 4] = closed
+    return status
+
+
+@njit(cache=True, inline="always")
+def leaf_value(state, rules, cell, card, params, prefix, lines):
     """Value of placing `card` on `cell`: its score if it wins, the loss value if it loses, else V.
 
     `state` has `card` drawn; `prefix` holds the stock's cumulative rank counts.
     """
-    bit = np.int64(1) << cell
-    _, turn = placement_flips(state, cell, card)
-    fd = popcount((state[FACE_DOWN] & ~bit) ^ turn)
-    to_open = rules[RULE_GRID] * rules[RULE_GRID] - popcount(state[OCCUPIED] | bit)
-    w = P_HEURISTIC + group(to_open, fd) * N_HEURISTIC
-    h = evaluate(state, rules, cell, card, params[w:w + N_HEURISTIC], prefix)
-    if h >= WIN:
+    status, to_open, fd, full_up, full_down, risk, spread, closed, safe, mend, win_next = leaf_terms(
+        state, rules, cell, card, prefix, lines)
+    if status == WON:
         return float(state[STOCK_LEFT])
-    if h <= LOSS:
+    if status == LOST:
         return params[P_LOSS]
-    b = min(max(to_open, 0), TO_OPEN_BUCKETS - 1) * FACE_DOWN_BUCKETS + min(fd, FACE_DOWN_BUCKETS - 1)
-    return params[P_BIAS + b] + params[P_SLOPE + b] * state[STOCK_LEFT] + h
+    b = bucket_of(to_open, fd)
+    w = P_LINE + group(to_open, fd) * N_LINE
+    return (params[P_BIAS + b] + params[P_SLOPE + b] * state[STOCK_LEFT] + params[P_SAFE + b] * safe
+            + params[P_MEND + b] * mend + params[P_WIN_NEXT + b] * win_next
+            + params[w] * full_up + params[w + 1] * full_down + params[w + 2] * risk
+            + params[w + 3] * spread + params[w + 4] * closed)
 
 
 @njit(cache=True)
-def expected_value(after, rules, params, prefix):
+def expected_value(after, rules, params, prefix, lines):
     """Expected value of the best follow-up over the next card, from the position `after`."""
     total = after[STOCK_LEFT]
     ev = 0.0
@@ -180,7 +458,7 @@ def expected_value(after, rules, params, prefix):
         while m:
             cell = trailing_zeros(m)
             m &= m - 1
-            v = leaf_value(after, rules, cell, r, params, prefix)
+            v = leaf_value(after, rules, cell, r, params, prefix, lines)
             if v > best:
                 best = v
         if best == -np.inf:  # no legal cell: the game is lost
@@ -196,6 +474,8 @@ def choose(state, rules, card, legal, rng, params):
     """`params`: see the module docstring. Ties keep the lowest cell."""
     prefix = np.empty(RANKS + 1, np.int64)
     after = np.empty(STATE_SIZE, np.int64)
+    lines = np.empty(SCRATCH, np.int64)
+    zero = np.zeros(7)
     stock_prefix(state, prefix)
     best_cell = -1
     best = -np.inf
@@ -203,7 +483,7 @@ def choose(state, rules, card, legal, rng, params):
     while m:
         cell = trailing_zeros(m)
         m &= m - 1
-        v = evaluate(state, rules, cell, card, params[P_HEURISTIC:P_HEURISTIC + N_HEURISTIC], prefix)
+        v = evaluate(state, rules, cell, card, zero, prefix)
         if v >= WIN:
             return cell
         if v <= LOSS:
@@ -213,7 +493,7 @@ def choose(state, rules, card, legal, rng, params):
         else:
             after[:] = state
             place(after, rules, cell, card)
-            v = expected_value(after, rules, params, prefix)
+            v = expected_value(after, rules, params, prefix, lines)
         if v > best:
             best = v
             best_cell = cell

@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 import policies
 import policies.planner as planner
 import sim
+from policies.heuristic import FEATURES as HEURISTIC_FEATURES, LOSS, WIN, evaluate, stock_prefix
+from sim import kernels as K
 from sim.analysis.train import train
 from sim.cli import app
 
@@ -68,16 +70,174 @@ def test_a_bad_values_file_is_refused_with_a_reason(tmp_path, change, fragment):
 def test_weights_map_onto_params_in_order():
     w = np.arange(planner.N_WEIGHTS, dtype=float)
     p = np.array(planner.weights_to_params(w, -2.0))
-    assert p[planner.P_LOSS] == -2.0
-    assert np.array_equal(p[planner.P_BIAS:planner.P_BIAS + planner.N_BUCKETS], w[:planner.N_BUCKETS])
-    assert np.array_equal(p[planner.P_SLOPE:planner.P_HEURISTIC], w[planner.N_BUCKETS:2 * planner.N_BUCKETS])
-    k = len(planner.LINE_FEATURES)
-    for g in range(planner.N_GROUPS):
-        row = p[planner.P_HEURISTIC + g * planner.N_HEURISTIC: planner.P_HEURISTIC + (g + 1) * planner.N_HEURISTIC]
-        named = dict(zip(policies.heuristic.FEATURES, row))
-        for j, f in enumerate(planner.LINE_FEATURES):
-            assert named[f] == w[2 * planner.N_BUCKETS + g * k + j]
-        assert named["face_down"] == 0 and named["to_open"] == 0  # in the buckets instead
+    assert p[planner.P_LOSS] == -2.0 and len(p) == planner.N_PARAMS
+    assert np.array_equal(p[1:], w)
+    names = planner.FEATURE_SET
+    blocks = {"bias": planner.P_BIAS, "stock_left": planner.P_SLOPE, "safe": planner.P_SAFE,
+              "mend": planner.P_MEND, "win_next": planner.P_WIN_NEXT}
+    assert set(blocks) == set(planner.BUCKET_FEATURES)
+    for f, start in blocks.items():
+        for b in (0, planner.bucket(3, 2), planner.N_BUCKETS - 1):
+            t, d = divmod(b, planner.FACE_DOWN_BUCKETS)
+            assert names[start - 1 + b] == f"{f}[to_open={t},face_down={d}]"
+    assert names[planner.P_LINE - 1] == "full_up[face_down=0,open_group=0]"
+    assert names[-1] == "closed[face_down=4,open_group=3]"
+
+
+# --- the features of a position ----------------------------------------------------------------
+
+RULE_SETTINGS = [{}, {"adjacency": "king"}, {"max_face_down": "3"}, {"grid": "3"}, {"max_pile": "2"}]
+
+
+def random_position(deck, turns, rules, rng):
+    """The table after `turns` cards on random legal cells that do not lose at once, the next card drawn."""
+    state = np.zeros(K.STATE_SIZE, np.int64)
+    K.reset(state)
+    for t in range(turns):
+        K.draw(state, deck[t])
+        legal = K.legal_cells(state, rules)
+        cells = [c for c in range(K.CELLS)
+                 if legal >> c & 1 and K.face_down_after(state, c, deck[t]) <= rules[K.RULE_MAX_FACE_DOWN]]
+        if not cells:
+            return None
+        K.place(state, rules, int(rng.choice(cells)), deck[t])
+        if K.end_of_turn(state, rules) != K.GOES_ON:
+            return None
+    K.draw(state, deck[turns])
+    return state
+
+
+def reference_safe(after, rules):
+    """Share of the stock's cards that some empty legal cell takes without adding a face-down top, by trying each."""
+    total = int(after[K.STOCK_LEFT])
+    if total == 0 or after[K.PILES] == rules[K.RULE_GRID] ** 2:
+        return 0.0
+    safe = 0
+    for r in range(1, K.RANKS + 1):
+        if after[K.STOCK + r] == 0:
+            continue
+        empty = K.legal_cells(after, rules) & ~after[K.OCCUPIED]
+        for c in range(K.CELLS):
+            if empty >> c & 1:
+                tried = after.copy()
+                K.draw(tried, r)
+                K.place(tried, rules, c, r)
+                if tried[K.FACE_DOWN_COUNT] <= after[K.FACE_DOWN_COUNT]:
+                    safe += int(after[K.STOCK + r])
+                    break
+    return safe / total
+
+
+def reference_mend(after, rules):
+    """Shares of the stock's cards that some legal cell takes leaving fewer face-down tops, and winning at once.
+
+    Both 0 when no top is face down (then `safe` says what the next card can do) and before the
+    endgame (more than MEND_TO_OPEN piles to open).
+    """
+    total = int(after[K.STOCK_LEFT])
+    to_open = rules[K.RULE_GRID] ** 2 - after[K.PILES]
+    if total == 0 or after[K.FACE_DOWN_COUNT] == 0 or to_open > planner.MEND_TO_OPEN:
+        return 0.0, 0.0
+    mend = win = 0
+    legal = K.legal_cells(after, rules)
+    for r in range(1, K.RANKS + 1):
+        ends = []
+        for c in range(K.CELLS):
+            if legal >> c & 1:
+                tried = after.copy()
+                K.draw(tried, r)
+                K.place(tried, rules, c, r)
+                ends.append((tried[K.FACE_DOWN_COUNT] < after[K.FACE_DOWN_COUNT],
+                             K.end_of_turn(tried, rules) == K.END_WIN))
+        mend += after[K.STOCK + r] * any(e[0] for e in ends)
+        win += after[K.STOCK + r] * any(e[1] for e in ends)
+    return mend / total, win / total
+
+
+def check_leaf_terms(state, rules, card):
+    """leaf_terms of every legal cell against the references; the number of cells checked with mend > 0."""
+    prefix = np.empty(K.RANKS + 1, np.int64)
+    stock_prefix(state, prefix)
+    lines = np.empty(planner.SCRATCH, np.int64)
+    legal = K.legal_cells(state, rules)
+    mended = 0
+    for cell in (c for c in range(K.CELLS) if legal >> c & 1):
+        status, to_open, fd, full_up, full_down, risk, spread, closed, safe, mend, win_next = planner.leaf_terms(
+            state, rules, cell, card, prefix, lines)
+        after = state.copy()
+        K.place(after, rules, cell, card)
+        end = K.end_of_turn(after, rules)
+        expected = {K.END_WIN: planner.WON, K.END_TOO_MANY_FACE_DOWN: planner.LOST}.get(end, planner.ONGOING)
+        assert status == expected
+        if status != planner.ONGOING:
+            continue
+        assert to_open == rules[K.RULE_GRID] ** 2 - after[K.PILES]
+        assert fd == after[K.FACE_DOWN_COUNT]
+        assert full_up == bin(int(after[K.FULL] & ~after[K.FACE_DOWN])).count("1")
+        assert full_down == bin(int(after[K.FULL] & after[K.FACE_DOWN])).count("1")
+        for name, value in (("risk", risk), ("spread", spread), ("closed", closed)):
+            unit = np.array([float(f == name) for f in HEURISTIC_FEATURES])
+            assert value == pytest.approx(evaluate(state, rules, cell, card, unit, prefix), abs=1e-9)
+        assert safe == pytest.approx(reference_safe(after, rules), abs=1e-12)
+        assert (mend, win_next) == pytest.approx(reference_mend(after, rules), abs=1e-12)
+        mended += mend > 0
+    return mended
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), turns=st.integers(0, 30), setting=st.sampled_from(RULE_SETTINGS))
+def test_leaf_terms_match_placing_the_card_and_trying_every_rank(seed, turns, setting):
+    rules = sim.Rules.from_strings(setting).as_array()
+    rng = np.random.default_rng(seed)
+    deck = np.array(sim.deal(seed % 1000, 0), dtype=np.int64)
+    state = random_position(deck, turns, rules, rng)
+    if state is not None:
+        check_leaf_terms(state, rules, int(deck[turns]))
+
+
+@pytest.mark.parametrize("setting", [{}, {"grid": "3"}], ids=["default", "grid=3"])
+def test_leaf_terms_match_along_whole_games_endgames_included(setting):
+    """Every position of a few of planner's own games, up to the end, where face-down tops get mended."""
+    rules_obj = sim.Rules.from_strings(setting)
+    rules = rules_obj.as_array()
+    mended = 0
+    for game in range(4):
+        deck = sim.deal(12, game)
+        moves = sim.play(deck, "planner", rules_obj, seed=12, game=game).moves
+        state = np.zeros(K.STATE_SIZE, np.int64)
+        K.reset(state)
+        for card, cell in zip(deck, moves):
+            K.draw(state, card)
+            mended += check_leaf_terms(state, rules, int(card))
+            K.place(state, rules, cell, card)
+    assert mended > 0  # the endgame terms were exercised
+
+
+def test_leaf_value_is_the_dot_product_of_the_sparse_features():
+    rules = sim.Rules().as_array()
+    rng = np.random.default_rng(5)
+    params = np.array(planner.parse_values("default"))
+    weights = params[1:]
+    idx = np.empty(planner.N_TERMS, np.int64)
+    val = np.empty(planner.N_TERMS)
+    lines = np.empty(planner.SCRATCH, np.int64)
+    prefix = np.empty(K.RANKS + 1, np.int64)
+    checked = 0
+    for game in range(20):
+        deck = np.array(sim.deal(5, game), dtype=np.int64)
+        state = random_position(deck, int(rng.integers(0, 25)), rules, rng)
+        if state is None:
+            continue
+        card = int(deck[state[K.TURN]])
+        stock_prefix(state, prefix)
+        legal = K.legal_cells(state, rules)
+        for cell in (c for c in range(K.CELLS) if legal >> c & 1):
+            v = planner.leaf_value(state, rules, cell, card, params, prefix, lines)
+            status = planner.sparse_features(state, rules, cell, card, prefix, lines, idx, val)
+            if status == planner.ONGOING:
+                assert v == pytest.approx(float(weights[idx] @ val), rel=1e-12, abs=1e-9)
+                checked += 1
+    assert checked > 50
 
 
 # --- play -------------------------------------------------------------------------------------

@@ -26,10 +26,9 @@ from numba import njit
 
 import policies.lookahead
 import policies.planner
-from policies.heuristic import DEFAULT_WEIGHTS, FEATURES as HEURISTIC_FEATURES, LOSS, WIN, evaluate, stock_prefix
+from policies.heuristic import DEFAULT_WEIGHTS, stock_prefix
 from policies.planner import (
-    FACE_DOWN_BUCKETS, FEATURE_SET, FORMAT, LINE_FEATURES, N_BUCKETS, N_WEIGHTS, TO_OPEN_BUCKETS, group,
-    validate_values, weights_to_params,
+    FEATURE_SET, FORMAT, N_TERMS, N_WEIGHTS, ONGOING, SCRATCH, sparse_features, validate_values, weights_to_params,
 )
 from sim import kernels as K
 from sim.engine.rules import Rules
@@ -40,7 +39,6 @@ STREAM_EXPLORE = np.uint64(7)
 """Stream id of the exploration draws (the deal and policy streams are 1 and 2)."""
 BASE_LOOKAHEAD = 0
 BASE_PLANNER = 1
-LINE_INDEX = np.array([HEURISTIC_FEATURES.index(f) for f in LINE_FEATURES], np.int64)
 
 
 @njit(cache=True)
@@ -89,10 +87,10 @@ def self_play(seed, first_game, count, base, params, rules, explore, round_key, 
     rng = np.empty(1, np.uint64)
     xrng = np.empty(1, np.uint64)
     prefix = np.empty(K.RANKS + 1, np.int64)
-    unit = np.zeros(len(HEURISTIC_FEATURES))
     after = np.empty(K.STATE_SIZE, np.int64)
-    idx = np.empty(2 + len(LINE_INDEX), np.int64)
-    val = np.empty(2 + len(LINE_INDEX))
+    lines = np.empty(SCRATCH, np.int64)
+    idx = np.empty(N_TERMS, np.int64)
+    val = np.empty(N_TERMS)
     for i in range(count):
         game = first_game + i
         K.deal_into(seed, game, deck)
@@ -120,29 +118,14 @@ def self_play(seed, first_game, count, base, params, rules, explore, round_key, 
             K.draw(state, card)
             if t >= start:
                 stock_prefix(state, prefix)
-                h0 = evaluate(state, rules, cell, card, unit, prefix)
-                if h0 < WIN and h0 > LOSS:
-                    bit = np.int64(1) << cell
-                    _, turn = K.placement_flips(state, cell, card)
-                    fd = K.popcount((state[K.FACE_DOWN] & ~bit) ^ turn)
-                    to_open = rules[K.RULE_GRID] * rules[K.RULE_GRID] - K.popcount(state[K.OCCUPIED] | bit)
-                    b = min(max(to_open, 0), TO_OPEN_BUCKETS - 1) * FACE_DOWN_BUCKETS + min(fd, FACE_DOWN_BUCKETS - 1)
-                    idx[0] = b
-                    val[0] = 1.0
-                    idx[1] = N_BUCKETS + b
-                    val[1] = float(state[K.STOCK_LEFT])
-                    for j in range(len(LINE_INDEX)):
-                        unit[LINE_INDEX[j]] = 1.0
-                        idx[2 + j] = 2 * N_BUCKETS + group(to_open, fd) * len(LINE_INDEX) + j
-                        val[2 + j] = evaluate(state, rules, cell, card, unit, prefix)
-                        unit[LINE_INDEX[j]] = 0.0
+                if sparse_features(state, rules, cell, card, prefix, lines, idx, val) == ONGOING:
                     target = outcome
                     if bootstrap > 0.0 and base == BASE_PLANNER:
                         after[:] = state
                         K.place(after, rules, cell, card)
                         backed = loss
                         if after[K.STOCK_LEFT] > 0:
-                            backed = policies.planner.expected_value(after, rules, params, prefix)
+                            backed = policies.planner.expected_value(after, rules, params, prefix, lines)
                         target = (1.0 - bootstrap) * outcome + bootstrap * backed
                     for a in range(len(idx)):
                         xty[idx[a]] += val[a] * target
