@@ -210,3 +210,22 @@ def test_tune_is_reproducible_and_validates_on_another_seed(tmp_path):
     data = json.loads((tmp_path / "w.json").read_text())
     assert list(data["weights"]) == list(policies.heuristic.FEATURES)
     assert sim.play_range(0, 0, 5, "heuristic", policy_args={"weights": str(tmp_path / "w.json")}).game.size == 5
+
+
+def test_a_file_plugin_has_the_same_module_name_in_every_process():
+    # numba's on-disk cache of a jitted function records its module's name and imports it when a
+    # later process loads the cache; a name that changed with the process's string hashing made
+    # a plugin written with cache=True fail in the next process.
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom sim.players.api import resolve\n"
+            f"resolve({str(EXAMPLES / 'compiled_policy.py')!r} + ':choose')\n"
+            "print([m for m in sys.modules if m.startswith('foursquare_plugin_')])")
+    names = set()
+    for hash_seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        names.add(out.stdout.strip())
+    assert len(names) == 1 and "foursquare_plugin_compiled_policy_" in names.pop()

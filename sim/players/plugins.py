@@ -15,6 +15,7 @@ Two kinds share one contract (see policies/__init__.py):
 pile heights, the legal cells and the stock's composition, never its order.
 """
 
+import hashlib
 import importlib
 import importlib.util
 import random
@@ -78,7 +79,9 @@ def _load_target(target: str):
         path = Path(where).resolve()
         if not path.is_file():
             raise ValueError(f"policy {target!r}: no file {where}")
-        name = f"foursquare_plugin_{path.stem}_{abs(hash(str(path)))}"
+        # The same name in every process (not hash(), which differs from one process to the next):
+        # numba's cache of a jitted function records its module's name and imports it when loading.
+        name = f"foursquare_plugin_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:16]}"
         module = sys.modules.get(name)
         if module is None:
             spec = importlib.util.spec_from_file_location(name, path)
