@@ -550,8 +550,8 @@ class SplitSolve:
                 self.stopped = True
                 return []
         deck = tuple(int(c) for c in self.deck)
-        return [SubtreeTask(deck, self.rules, path, self.level, budget, self.use_tt, self.use_sym, self.deadline,
-                            self.use_ranks, self.use_endgame)
+        return [SubtreeTask(deck, self.rules, path, self.level, budget, use_tt=self.use_tt, use_sym=self.use_sym,
+                            use_ranks=self.use_ranks, use_endgame=self.use_endgame, deadline=self.deadline)
                 for path in self.paths]
 
     @staticmethod
