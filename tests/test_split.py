@@ -70,7 +70,9 @@ def test_split_agrees_with_serial_where_both_prove(both):
     went_split = 0
     for deck, a, b in zip(decks, serial, split):
         check_line(deck, b)
-        assert b.nodes <= LIMIT
+        # Each search (the serial phase's and every subtree's) may pass its budget by one call of
+        # rule 5, a few hundred placements (docs/solver.md, "Limits").
+        assert b.nodes <= LIMIT * 1.01
         went_split += b.nodes > SPLIT
         if a.proven_best and b.proven_best:
             assert a.score == b.score
@@ -84,8 +86,10 @@ def test_split_agrees_with_serial_where_both_prove(both):
 
 def test_a_hard_deal_split_is_proven_where_the_serial_one_is():
     deck = sim.deal(0, 18)  # its best score, 23, takes millions of nodes to prove
-    serial = solve(deck, node_limit=20_000_000, split_after=0)
-    split = solve(deck, node_limit=20_000_000, split_after=2_000_000)
+    # Rule 5 counts its cheap placements as nodes, so at this limit only the solves without it prove
+    # the deal; the test is about splitting, so both leave it out.
+    serial = solve(deck, node_limit=20_000_000, split_after=0, endgame=False)
+    split = solve(deck, node_limit=20_000_000, split_after=2_000_000, endgame=False)
     assert serial.proven_best and split.proven_best and split.score == serial.score == 23
     check_line(deck, split)
 
