@@ -153,7 +153,7 @@ def line_terms(ups, occupied, face_down, prefix):
 
 
 @njit(cache=True, inline="always")
-def _ups_after(state, ups, line, turn, face_down_after):
+def ups_after(state, ups, line, turn, face_down_after):
     """A line's packed face-up ranks after its turned cells change face.
 
     Only the placed card's row and column turn cells, so in any other line
@@ -209,13 +209,13 @@ def evaluate(state, rules, cell, card, weights, prefix):
     spread = 0.0
     closed = 0.0
     for r in range(row_lo, row_hi + 1):
-        ups = _ups_after(state, state[ROW_UPS + r] + (own_change if r == row else 0), ROW_MASK[r], turn, fd2)
+        ups = ups_after(state, state[ROW_UPS + r] + (own_change if r == row else 0), ROW_MASK[r], turn, fd2)
         a, b, c = line_terms(ups, occ2 & ROW_MASK[r], fd2 & ROW_MASK[r], prefix)
         risk += a
         spread += b
         closed += c
     for k in range(col_lo, col_hi + 1):
-        ups = _ups_after(state, state[COL_UPS + k] + (own_change if k == col else 0), COL_MASK[k], turn, fd2)
+        ups = ups_after(state, state[COL_UPS + k] + (own_change if k == col else 0), COL_MASK[k], turn, fd2)
         a, b, c = line_terms(ups, occ2 & COL_MASK[k], fd2 & COL_MASK[k], prefix)
         risk += a
         spread += b

@@ -51,7 +51,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
-from policies.heuristic import LOSS, WIN, evaluate, nibble, stock_prefix
+from policies.heuristic import LOSS, WIN, evaluate, nibble, stock_prefix, ups_after
 from policies.params import Param
 from sim.kernels import (
     BAND_COLS, BAND_ROWS, COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW,
@@ -176,24 +176,6 @@ PARAMS = (
     Param("values", "default", "learned values: 'default' (shipped) or a file written by `sim train`",
           parse_values),
 )
-
-
-@njit(cache=True, inline="always")
-def ups_after(state, ups, line, turn, face_down_after):
-    """A line's packed face-up ranks after its turned cells change face.
-
-    Only the placed card's row and column turn cells, so in any other line
-    the one cell that can turn is where it crosses them.
-    """
-    m = turn & line
-    while m:
-        t = trailing_zeros(m)
-        m &= m - 1
-        if face_down_after & (np.int64(1) << t):
-            ups -= nibble(state[TOP + t])
-        else:
-            ups += nibble(state[TOP + t])
-    return ups
 
 
 @njit(cache=True, inline="always")
