@@ -32,7 +32,7 @@ def read_games():
     return games_of
 
 
-WARM_UP_GROUPS = (("lookahead", "planner", "train"), ("rollout", "oracle"))
+WARM_UP_GROUPS = (("lookahead", "planner", "train"), ("rollout", "oracle", "split"))
 """Policies the suite plays (and `sim train`'s self-play), compiled before the test workers start,
 one group per process.
 
@@ -40,7 +40,8 @@ The groups share nothing but what the main process has already compiled
 (the kernels, greedy and heuristic), so the two processes never write the
 same cache files. Training plays lookahead and planner inside a compiled
 function of its own, which numba compiles anew around them, so it goes in
-their group."""
+their group. "split" lists a split solve's subtrees (compiled code of
+the solver's own, after the oracle's)."""
 
 _WARM_UP = """
 import sys
@@ -49,6 +50,9 @@ for name in sys.argv[1:]:
     if name == "train":
         from sim.analysis.train import train
         train(n=2, rounds=2, validation_n=2)
+    elif name == "split":
+        from sim import deal, solve
+        solve(deal(0, 7), node_limit=20_000, split_after=1_000)  # a hard deal: it splits
     else:
         warm_up(name)
 """

@@ -14,11 +14,15 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import sim
 import sim.solver.solver as solver_module
 from sim.jobs.pool import WAIT, run_tasks
-from sim.solver.solver import SPLIT_SUBTREES, Solver, SplitSolve, SubtreeTask, search_subtree, solve
+from sim.solver.solver import (
+    SPLIT_SUBTREES, RoundResults, Solver, SplitSolve, SubtreeResult, SubtreeTask, search_subtree, solve,
+)
 from test_solver import brute_force, check_line
 
 pytestmark = pytest.mark.slow
@@ -107,6 +111,33 @@ def test_a_subtree_search_is_a_pure_function_of_its_task():
     for x in tasks[:5]:  # other searches in between: other stamps, other table entries
         search_subtree(used, SubtreeTask(**{**x.__dict__, "budget": 5_000}))
     assert search_subtree(fresh, task) == search_subtree(used, task)
+
+
+def decided_by_scan(results):
+    """How many results decide a round, read off the whole list (None: not back): the slow definition."""
+    for i, x in enumerate(results):
+        if x is None:
+            return None
+        if x.status == "won":
+            return i + 1
+    return len(results)
+
+
+@given(st.lists(st.sampled_from(["done", "open", "won"]), min_size=1, max_size=30), st.randoms(use_true_random=False))
+def test_a_round_is_decided_as_a_scan_of_its_results_says(statuses, rng):
+    order = list(range(len(statuses)))
+    rng.shuffle(order)
+    back = RoundResults(len(statuses))
+    seen = [None] * len(statuses)
+    for j in order:  # results come back in any order; each answer is the scan's
+        seen[j] = SubtreeResult(statuses[j], 1)
+        n = back.take(j, seen[j])
+        assert n == decided_by_scan(seen)
+        if n is not None:
+            assert back.results[:n] == seen[:n]
+            break
+    else:
+        raise AssertionError("every result is back and the round is not decided")
 
 
 def test_split_rows_do_not_depend_on_workers_chunks_or_resume(tmp_path, read_games):

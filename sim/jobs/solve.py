@@ -42,7 +42,7 @@ from sim.players.api import to_compile, warm_up
 from sim.players.oracle import warm_up_solver
 from sim.jobs.pool import WAIT
 from sim.solver.solver import (
-    OUTCOMES, SPLIT_AFTER, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
+    OUTCOMES, SPLIT_AFTER, RoundResults, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
 )
 from sim.stats import wilson
 
@@ -144,7 +144,7 @@ def drive_solve(executor, tasks, warm):
     """
     results: dict[int, dict] = {}  # chunk -> {deal index in the chunk: SolveResult}
     payloads: dict[int, dict] = {}
-    plans: dict[tuple[int, int], tuple[SplitSolve, list]] = {}  # (chunk, deal) -> (plan, its round's results)
+    plans: dict[tuple[int, int], tuple[SplitSolve, RoundResults]] = {}  # (chunk, deal) -> (plan, its round)
     subtrees: deque = deque()  # (key, payload) of subtree tasks, handed out first
     stretches: deque = deque()  # the rest of chunks stopped by a split deal, next
     source = iter(tasks)
@@ -152,7 +152,7 @@ def drive_solve(executor, tasks, warm):
     def open_round(k: int, i: int, plan: SplitSolve) -> None:
         round_tasks = plan.tasks()
         if round_tasks:
-            plans[k, i] = (plan, [None] * len(round_tasks))
+            plans[k, i] = (plan, RoundResults(len(round_tasks)))
             subtrees.extend(((k, i, plan.rounds, j), {"subtree": t}) for j, t in enumerate(round_tasks))
         else:  # the split deal is settled (or out of nodes or time)
             plans.pop((k, i), None)
@@ -179,17 +179,17 @@ def drive_solve(executor, tasks, warm):
         for key, out in done:
             if isinstance(key, tuple):  # a subtree of a split deal
                 k, i, rnd, j = key
-                plan, got = plans.get((k, i), (None, None))
+                plan, back = plans.get((k, i), (None, None))
                 if plan is None or rnd != plan.rounds:
                     continue  # a subtree after a round's first win, searched before the win came back
-                got[j] = out
-                n = plan.decided(got)
+                n = back.take(j, out)
                 if n is None:
                     continue
-                plan.record(got[:n])
-                stale = [q for q in subtrees if q[0][:3] == (k, i, rnd)]
-                for q in stale:
-                    subtrees.remove(q)
+                plan.record(back.results[:n])
+                if n < len(back.results):  # a win: the round's subtrees still queued are not needed
+                    kept = [q for q in subtrees if q[0][:3] != (k, i, rnd)]
+                    subtrees.clear()
+                    subtrees.extend(kept)
                 open_round(k, i, plan)
             else:
                 k, payload = key, payloads[key]

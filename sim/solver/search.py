@@ -685,3 +685,55 @@ def cards_needed(state, rules, deck, t, limit, use_ranks):
         seen[K.ROW_OF[cell]] |= 1 << state[K.TOP + cell]
         seen[K.SIDE + K.COL_OF[cell]] |= 1 << state[K.TOP + cell]
     return _need(state, rules, target, slack, to_come[t], seen, deck, t, limit, work[:9], work[9:])
+
+
+@njit(cache=True)
+def split_children(deck, rules, path, level, use_key, cells, keys):
+    """The children of the position `path` leads to, as a split lists them: their count, cells and keys.
+
+    In the search's own order (a new pile first, then fewer face-down tops,
+    then the lowest cell); moves that lose at once (rule 1) and children the
+    turn bound cuts (rule 2) are left out. `keys[i]` is child i's canonical
+    key (rule 4). Compiled because a split lists thousands of positions.
+    """
+    state = np.zeros(K.STATE_SIZE, np.int64)
+    K.reset(state)
+    t = path.shape[0]
+    for i in range(t):
+        K.draw(state, deck[i])
+        K.place(state, rules, path[i], deck[i])
+    card = deck[t]
+    floor = rules[K.RULE_GRID] * rules[K.RULE_GRID]
+    order = np.empty(K.CELLS, np.int64)
+    n = 0
+    m = K.legal_cells(state, rules)
+    occupied = state[K.OCCUPIED]
+    while m:
+        cell = K.lowest_cell(m)
+        m &= m - 1
+        fd = K.face_down_after(state, cell, card)
+        if fd > rules[K.RULE_MAX_FACE_DOWN]:
+            continue  # rule 1
+        sort_key = (((occupied >> cell) & 1) * 64 + fd) * 64 + cell
+        j = n  # insertion sort: at most 49 children
+        while j > 0 and order[j - 1] > sort_key:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = sort_key
+        n += 1
+    codes = np.zeros(FRAME * FRAME + 1, np.uint64)
+    key = np.zeros(KEY_WORDS, np.uint64)
+    child = np.empty(K.STATE_SIZE, np.int64)
+    count = 0
+    for i in range(n):
+        cell = order[i] % 64
+        child[:] = state
+        K.draw(child, card)
+        K.place(child, rules, cell, card)
+        if (t + 1) + (floor - child[K.PILES]) >= level:
+            continue  # rule 2: no win before the level
+        position_key(child, use_key, codes, key)
+        cells[count] = cell
+        keys[count, :] = key
+        count += 1
+    return count

@@ -36,7 +36,7 @@ from sim.solver.search import (
     MAX_MOVES, ORDER_GREEDY, ORDER_NEW_PILE, OUTCOMES, RUNNING, SCRATCH, STOPPED_AT_WIN, greedy_line, search_init,
     search_run,
 )
-from sim.solver.search import CTL_DEPTH, LINES, SEEN_AT, position_key  # the split schedule (below) uses these too
+from sim.solver.search import CTL_DEPTH, LINES, SEEN_AT, split_children  # the split schedule (below) uses these too
 
 __all__ = ["OUTCOMES", "SolveResult", "Solver", "SplitSolve", "SubtreeResult", "SubtreeTask", "search_subtree",
            "shared_solver", "solve", "solve_split"]
@@ -399,8 +399,8 @@ def _split_depth(r: np.ndarray, level: int, deepest: int) -> int:
 
 
 def _expand(deck: np.ndarray, r: np.ndarray, paths: list, level: int, use_key: bool,
-            seen: set) -> tuple[list[tuple[int, ...]], int]:
-    """The children of each position of `paths` (in order), and the placements made to list them.
+            seen: set) -> list[tuple[int, ...]]:
+    """The children of each position of `paths` (in order), as paths.
 
     Each position's children come in the search's own order (a new pile
     first, then fewer face-down tops, then the lowest cell). Moves that lose
@@ -409,61 +409,36 @@ def _expand(deck: np.ndarray, r: np.ndarray, paths: list, level: int, use_key: b
     the same depth of this level: the same future, rule 4) is dropped too,
     and the others' keys are added to it. A pure function of its arguments.
     """
-    floor = int(r[K.RULE_GRID]) ** 2
-    max_fd = int(r[K.RULE_MAX_FACE_DOWN])
-    codes = np.zeros(FRAME * FRAME + 1, np.uint64)
-    key = np.zeros(KEY_WORDS, np.uint64)
-    out, placements = [], 0
+    cells = np.empty(K.CELLS, np.int64)
+    keys = np.empty((K.CELLS, KEY_WORDS), np.uint64)
+    out = []
     for path in paths:
-        state = np.zeros(K.STATE_SIZE, np.int64)
-        K.reset(state)
-        for t, cell in enumerate(path):
-            K.draw(state, int(deck[t]))
-            K.place(state, r, int(cell), int(deck[t]))
-        t = len(path)
-        card = int(deck[t])
-        legal = int(K.legal_cells(state, r))
-        occupied = int(state[K.OCCUPIED])
-        children = []
-        for cell in range(K.CELLS):
-            if not (legal >> cell) & 1:
-                continue
-            fd = int(K.face_down_after(state, cell, card))
-            if fd > max_fd:
-                continue  # rule 1
-            children.append((((occupied >> cell) & 1, fd, cell), cell))
-        for _, cell in sorted(children):
-            child = state.copy()
-            K.draw(child, card)
-            K.place(child, r, cell, card)
-            placements += 1
-            if (t + 1) + (floor - int(child[K.PILES])) >= level:
-                continue  # rule 2: no win before the level
-            position_key(child, use_key, codes, key)
-            k = (t + 1, int(key[0]), int(key[1]), int(key[2]))
+        count = split_children(deck, r, np.array(path, np.int64), level, use_key, cells, keys)
+        t = len(path) + 1
+        for i in range(count):
+            k = (t, int(keys[i, 0]), int(keys[i, 1]), int(keys[i, 2]))
             if k in seen:
                 continue  # rule 4: an equal position is listed already
             seen.add(k)
-            out.append(path + (cell,))
-    return out, placements
+            out.append(path + (int(cells[i]),))
+    return out
 
 
 def _split_frontier(deck: np.ndarray, r: np.ndarray, level: int, use_key: bool,
-                    seen: set) -> tuple[list[tuple[int, ...]], int]:
-    """The subtree roots of a split level search, and the placements it took to list them.
+                    seen: set) -> list[tuple[int, ...]]:
+    """The subtree roots of a split level search.
 
     Positions are expanded depth by depth (`_expand`) until a depth has
     SPLIT_SUBTREES distinct positions (or SPLIT_MAX_DEPTH cards are placed).
     The list is a pure function of (deck, rules, level): it decides the
     subtrees' order.
     """
-    paths, placements = [()], 0
+    paths = [()]
     for _ in range(_split_depth(r, level, SPLIT_MAX_DEPTH)):
-        paths, placed = _expand(deck, r, paths, level, use_key, seen)
-        placements += placed
+        paths = _expand(deck, r, paths, level, use_key, seen)
         if len(paths) >= SPLIT_SUBTREES or not paths:
             break
-    return paths, placements
+    return paths
 
 
 class SplitSolve:
@@ -477,7 +452,7 @@ class SplitSolve:
     subtree gets the round's node budget, searched from scratch with a fresh
     table stamp, and the budget grows SPLIT_GROWTH times each round. A
     round ends with all its results, or at its first win in the subtrees'
-    order (`decided`): the nodes counted are those of the subtrees up to
+    order (`RoundResults`): the nodes counted are those of the subtrees up to
     it. A subtree's result is a pure function of its task, and the rounds
     are joined only between rounds, so the deal's result does not depend on
     who searched which subtree, in which order, or how fast: the schedule
@@ -537,8 +512,8 @@ class SplitSolve:
             self.seen = set()
             # Listing the subtrees' roots is not counted in nodes (as greedy's game is not): so a node
             # limit is never overrun, and the searches' nodes are what it limits.
-            self.paths, _ = _split_frontier(self.deck, self.rules.as_array(), self.level,
-                                            self.use_tt and self.use_sym, self.seen)
+            self.paths = _split_frontier(self.deck, self.rules.as_array(), self.level,
+                                         self.use_tt and self.use_sym, self.seen)
             self.budget = SPLIT_FIRST_ROUND
             if not self.paths:  # every line is cut before the split depth
                 self._level_finished()
@@ -554,24 +529,8 @@ class SplitSolve:
                             use_ranks=self.use_ranks, use_endgame=self.use_endgame, deadline=self.deadline)
                 for path in self.paths]
 
-    @staticmethod
-    def decided(results: list) -> int | None:
-        """How many of a round's results (None: not back yet) decide it, or None while they do not.
-
-        A round is decided by all its results, or by the first win in the
-        schedule's order once every subtree before it is back: any win
-        before the level settles the deal (it is the least turn left, or
-        any win with first_win), so the subtrees after it are not needed.
-        """
-        for i, x in enumerate(results):
-            if x is None:
-                return None
-            if x.status == "won":
-                return i + 1
-        return len(results)
-
     def record(self, results: list[SubtreeResult]) -> None:
-        """Take a round's results in the order of its tasks: all of them, or up to its first win (`decided`)."""
+        """Take a round's results in the order of its tasks: all of them, or up to its first win (`RoundResults`)."""
         self.rounds += 1
         self.nodes += sum(x.nodes for x in results)
         wins = [x for x in results if x.status == "won"]
@@ -590,7 +549,7 @@ class SplitSolve:
         paths = []
         for path in still:
             if len(path) < deepest:
-                paths += _expand(self.deck, r, [path], self.level, self.use_tt and self.use_sym, self.seen)[0]
+                paths += _expand(self.deck, r, [path], self.level, self.use_tt and self.use_sym, self.seen)
             else:
                 paths.append(path)
         self.paths = paths
@@ -618,6 +577,33 @@ class SplitSolve:
         if self.lost:
             return SolveResult("lost", None, False, self.nodes, seconds, None, None)
         return SolveResult("unresolved", None, False, self.nodes, seconds, None, bound)
+
+
+class RoundResults:
+    """A split round's results as they come back, in any order, and when they decide the round.
+
+    A round is decided by all its results, or by the first win in the
+    schedule's order once every subtree before it is back: any win before
+    the level settles the deal (it is the least turn left, or any win with
+    first_win), so the subtrees after it are not needed. A round can have
+    thousands of subtrees, so each result is looked at once (a scan of
+    them all per result made a job's main process quadratic in them).
+    """
+
+    def __init__(self, n: int):
+        self.results: list = [None] * n
+        """Each subtree's result in the round's order; None until it is back."""
+        self.known = 0
+        """The first `known` results are back and none of them won."""
+
+    def take(self, j: int, result: SubtreeResult) -> int | None:
+        """Record subtree j's result; how many of the first results decide the round, or None while they do not."""
+        self.results[j] = result
+        while self.known < len(self.results) and self.results[self.known] is not None:
+            if self.results[self.known].status == "won":
+                return self.known + 1
+            self.known += 1
+        return self.known if self.known == len(self.results) else None
 
 
 def search_subtree(solver: Solver, task: SubtreeTask) -> SubtreeResult:
