@@ -66,6 +66,12 @@ def test_replay_of_a_given_deck_marks_face_down_cards():
     (["run", "-n", "10", "--rule", "colour=red"], "valid rules: adjacency, max_pile, max_face_down, grid"),
     (["run", "-n", "10", "--policy", "best"], "known policies"),
     (["run"], "-n is required"),
+    (["train", "-n", "ten"], "'ten'"),
+    (["train", "-n", "5", "--seed", "3", "--validation-seed", "3"], "differ"),
+    (["train", "-n", "5", "--ridge", "0"], "--ridge"),
+    (["train", "-n", "5", "--explore", "2"], "explore must be in 0..1"),
+    (["train", "-n", "5", "--loss", "3"], "loss must be a number <= 0"),
+    (["train", "-n", "5", "--decay", "0"], "decay"),
 ])
 def test_bad_input_is_a_one_line_usage_error(args, fragment):
     r = invoke(*args)

@@ -51,8 +51,8 @@ def test_same_moves_with_other_weights(weights):
     assert _same_moves(32, 15, sim.Rules(), weights) == []
 
 
-def _position(deck, turns, rules, rng):
-    """The table after `turns` cards placed on random legal cells that do not lose at once, and the next card drawn."""
+def random_position(deck, turns, rules, rng):
+    """The table after `turns` cards on random legal cells that do not lose at once, the next card drawn (or None)."""
     state = np.zeros(K.STATE_SIZE, np.int64)
     K.reset(state)
     for t in range(turns):
@@ -105,7 +105,7 @@ def test_bounds_never_drop_a_ranks_best(seed, turns, setting, weights, data):
     weights = np.array(weights, dtype=np.float64)
     rng = np.random.default_rng(seed)
     deck = np.array(sim.deal(seed, 0), dtype=np.int64)
-    state = _position(deck, turns, rules, rng)
+    state = random_position(deck, turns, rules, rng)
     assume(state is not None and state[K.STOCK_LEFT] > 0)
     legal = K.legal_cells(state, rules)
     cell = data.draw(st.sampled_from([c for c in range(K.CELLS) if legal >> c & 1]))

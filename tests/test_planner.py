@@ -16,6 +16,7 @@ from policies.heuristic import FEATURES as HEURISTIC_FEATURES, LOSS, WIN, evalua
 from sim import kernels as K
 from sim.analysis.train import train
 from sim.cli import app
+from test_lookahead import random_position
 
 cli = CliRunner()
 
@@ -87,24 +88,6 @@ def test_weights_map_onto_params_in_order():
 # --- the features of a position ----------------------------------------------------------------
 
 RULE_SETTINGS = [{}, {"adjacency": "king"}, {"max_face_down": "3"}, {"grid": "3"}, {"max_pile": "2"}]
-
-
-def random_position(deck, turns, rules, rng):
-    """The table after `turns` cards on random legal cells that do not lose at once, the next card drawn."""
-    state = np.zeros(K.STATE_SIZE, np.int64)
-    K.reset(state)
-    for t in range(turns):
-        K.draw(state, deck[t])
-        legal = K.legal_cells(state, rules)
-        cells = [c for c in range(K.CELLS)
-                 if legal >> c & 1 and K.face_down_after(state, c, deck[t]) <= rules[K.RULE_MAX_FACE_DOWN]]
-        if not cells:
-            return None
-        K.place(state, rules, int(rng.choice(cells)), deck[t])
-        if K.end_of_turn(state, rules) != K.GOES_ON:
-            return None
-    K.draw(state, deck[turns])
-    return state
 
 
 def reference_safe(after, rules):
@@ -315,22 +298,6 @@ def test_sim_train_help_has_an_example():
     r = invoke("train", "-h")
     assert r.exit_code == 0, r.output
     assert "Example: sim train" in r.stdout
-
-
-@pytest.mark.parametrize("args,fragment", [
-    (["train", "-n", "ten"], "'ten'"),
-    (["train", "-n", "5", "--seed", "3", "--validation-seed", "3"], "differ"),
-    (["train", "-n", "5", "--ridge", "0"], "--ridge"),
-    (["train", "-n", "5", "--explore", "2"], "explore must be in 0..1"),
-    (["train", "-n", "5", "--loss", "3"], "loss must be a number <= 0"),
-    (["train", "-n", "5", "--decay", "0"], "decay"),
-])
-def test_sim_train_bad_arguments_are_a_one_line_error(args, fragment):
-    r = invoke(*args)
-    assert r.exit_code == 2, r.output
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error:"), r.stderr
-    assert fragment in lines[0]
 
 
 def test_sim_train_writes_a_values_file_planner_plays(tmp_path):
