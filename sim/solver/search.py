@@ -331,22 +331,27 @@ def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, parent
             if _consistent(state, r0, c0, closed & ~free, 0, x, parent, parity):
                 return 1, ALL
         return 2, ALL
-    # Rule 2d: one card on a pile, on any cell (R, C) of the box.
+    # Rule 2d: one card on a pile, on any cell (R, C) of the box: the piles there now (each one's
+    # answer is wanted), then, while none has a solution, the cells a card to come may open.
     tied = closed | fired
     need = 2
-    allow = 0
-    for i in range(r1 - r0 + 1):
-        for j in range(c1 - c0 + 1):
-            x = (r0 + i) * K.SIDE + c0 + j
-            if (state[K.FULL] >> x) & 1:
-                continue  # a full pile takes no card
-            free = (1 << i) | (1 << (4 + j))
-            if (tied & free) == 0 and ((occupied >> x) & 1) == 0:
-                continue  # frees nothing and drops no equation: the system has no solution
-            here = (occupied >> x) & 1
-            if _consistent(state, r0, c0, tied & ~free, odd & ~free, x if here else -1, parent, parity):
-                need = 1
-                allow |= here << x
+    allow = np.int64(0)
+    m = occupied & ~state[K.FULL]
+    while m:
+        x = K.lowest_cell(m)
+        m &= m - 1
+        free = (1 << (K.ROW_OF[x] - r0)) | (1 << (4 + K.COL_OF[x] - c0))
+        if _consistent(state, r0, c0, tied & ~free, odd & ~free, x, parent, parity):
+            need = 1
+            allow |= np.int64(1) << x
+    m = empty if need == 2 else 0
+    while m:
+        x = K.lowest_cell(m)
+        m &= m - 1
+        free = (1 << (K.ROW_OF[x] - r0)) | (1 << (4 + K.COL_OF[x] - c0))
+        if (tied & free) != 0 and _consistent(state, r0, c0, tied & ~free, odd & ~free, -1, parent, parity):
+            need = 1  # a card may still go on a pile opened later
+            break
     return need, allow
 
 
