@@ -629,7 +629,7 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
     to_come = scratch[MAX_MOVES + 18:SEEN_AT]
     seen = scratch[SEEN_AT:ENDGAME_AT].reshape((MAX_DEPTH + 1, LINES))
     seen[0, :] = 0  # the root, the empty table
-    endgame_work = scratch[ENDGAME_AT:SCRATCH]
+    endgame_work = scratch[ENDGAME_AT:PROFILE_AT]
     endgame = ctl[CTL_ENDGAME]
     grid = rules[K.RULE_GRID]
     target = ctl[CTL_FLOOR]
