@@ -61,7 +61,7 @@ PROF_CUT = 1
 PROF_TT_HITS = 2
 PROF_TT_STORES = 3
 SCRATCH = PROFILE_AT + (MAX_DEPTH + 1) * 4 * PROFILE_COLS
-"""search_run's space: move keys, union-find parents and parities, the ranks to come from each turn,
+"""search_run's space: move keys, the line graph of rule 2 (two arrays), the ranks to come from each turn,
 `_endgame`'s stack and, kept from one call to the next, the ranks placed in each line of each
 position on the stack, and a profile of the search (counts by turn and slack, for measurements;
 never read by the search)."""
@@ -201,53 +201,92 @@ def _tt_store(tt_keys, tt_info, key, stamp, limit, turn):
 
 
 @njit(cache=True, inline="always")
-def _find(parent, parity, x):
-    """Union-find root of x and x's parity relative to it (path halving not needed: 9 nodes)."""
-    p = 0
-    while parent[x] != x:
-        p ^= parity[x]
-        x = parent[x]
-    return x, p
-
-
-@njit(cache=True, inline="always")
-def _consistent(state, r0, c0, closed, odd, skip, parent, parity):
-    """Do the line-parity equations of rules 2b and 2c have a solution?
-
-    Nodes 0..3 are the box's rows, 4..7 its columns, 8 is "F = 0"; bit i of
-    `closed` ties line i to node 8 with the parity in bit i of `odd` (F = 0
-    for a line that gets no card, rule 2b; F = 1 for a line whose odd
-    number of placements all fire, rule 2c). The top card on `skip` (-1:
-    none) has no equation (it gets covered).
-    """
-    zero = 8
-    for i in range(9):
-        parent[i] = zero if (closed >> i) & 1 else i
-        parity[i] = (odd >> i) & 1
+def _line_graph(state, r0, c0, same, other):
+    """The top cards' equations of rules 2b-2d as a graph on the box's lines: nodes 0..3 are
+    its rows, 4..7 its columns; same[u] (other[u]) has bit v for each top card in lines u and
+    v that is face up (face down): F(u) + F(v) = 0 (= 1). A row and a column share at most
+    one cell, so at most one equation."""
+    for i in range(8):
+        same[i] = 0
+        other[i] = 0
     down = state[K.FACE_DOWN]
     m = state[K.OCCUPIED]
     while m:
         cell = K.lowest_cell(m)
         m &= m - 1
-        if cell == skip:
-            continue
-        a, pa = _find(parent, parity, K.ROW_OF[cell] - r0)
-        b, pb = _find(parent, parity, 4 + K.COL_OF[cell] - c0)
-        want = (down >> cell) & 1
-        if a == b:
-            if pa ^ pb != want:
-                return False
-        elif a == zero:
-            parent[b] = a
-            parity[b] = pa ^ pb ^ want
+        a = K.ROW_OF[cell] - r0
+        b = 4 + K.COL_OF[cell] - c0
+        if (down >> cell) & 1:
+            other[a] |= 1 << b
+            other[b] |= 1 << a
         else:
-            parent[a] = b
-            parity[a] = pa ^ pb ^ want
-    return True
+            same[a] |= 1 << b
+            same[b] |= 1 << a
 
 
 @njit(cache=True, inline="always")
-def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, parent, parity):
+def _solvable(same, other, tied, odd, a, b):
+    """Do the line-parity equations of rules 2b-2d have a solution?
+
+    The top cards' equations are `_line_graph`'s; bit i of `tied` ties
+    line i to "F = 0" (node 8) with the parity in bit i of `odd` (F = 0 for
+    a line that gets no card, rule 2b; F = 1 for a line whose odd number
+    of placements all fire, rule 2c). Row `a` and column `b` (-1: none)
+    are freed and the equation of their common cell dropped (it gets
+    covered). A two-colouring of the 9 nodes, node by node, on bit masks.
+    """
+    zero = 8
+    if a >= 0:
+        tied &= ~(1 << a)
+    if b >= 0:
+        tied &= ~(1 << b)
+    visited = 1 << zero
+    ones = 0  # nodes whose F is 1 (relative to the first node of their component)
+    frontier = 1 << zero  # node 8 first: its F is 0
+    start = 7
+    while True:
+        while frontier:
+            u = K.lowest_cell(frontier)
+            frontier &= frontier - 1
+            if u == zero:
+                sm = tied & ~odd
+                ot = tied & odd
+            else:
+                sm = same[u]
+                ot = other[u]
+                if u == a:
+                    sm &= ~(1 << b)
+                    ot &= ~(1 << b)
+                elif u == b:
+                    sm &= ~(1 << a)
+                    ot &= ~(1 << a)
+                if (tied >> u) & 1:
+                    if (odd >> u) & 1:
+                        ot |= 1 << zero
+                    else:
+                        sm |= 1 << zero
+            if (ones >> u) & 1:
+                want_one = sm
+                want_zero = ot
+            else:
+                want_one = ot
+                want_zero = sm
+            if (want_one & visited & ~ones) or (want_zero & visited & ones):
+                return False
+            new = (sm | ot) & ~visited
+            ones |= want_one & new
+            visited |= new
+            frontier |= new
+        while start >= 0 and (visited >> start) & 1:
+            start -= 1
+        if start < 0:
+            return True
+        visited |= 1 << start
+        frontier = 1 << start
+
+
+@njit(cache=True, inline="always")
+def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, same, other):
     """A lower bound (up to `most`, at most 2) on the cards that must go on occupied cells
     before a win (pruning rules 2b, 2c and 2d).
 
@@ -262,8 +301,8 @@ def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, parent
     top card) have no solution, at least one card must go on an occupied
     cell. One such card, on cell x, removes x's equation (x is covered) and
     frees F of x's row and column, and nothing else: if no x makes the rest
-    solvable, at least two are needed. The check is a union-find with
-    parities over the 4 + 4 lines of the box and a node for "F = 0".
+    solvable, at least two are needed. The check (`_solvable`) two-colours
+    a graph on the 4 + 4 lines of the box and a node for "F = 0".
 
     Rule 2c: `ranks` (the mask of the ranks of the cards to come before turn
     `limit`, deck[t : limit-1]; 0 with the rule off, and the caller passes 0
@@ -310,13 +349,14 @@ def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, parent
                 closed |= 1 << (4 + c - c0)
     fired = 0
     odd = 0
-    if state[K.FACE_DOWN_COUNT] == 0 or _consistent(state, r0, c0, closed, 0, -1, parent, parity):
+    _line_graph(state, r0, c0, same, other)
+    if state[K.FACE_DOWN_COUNT] == 0 or _solvable(same, other, closed, 0, -1, -1):
         # Rule 2b finds no contradiction. Rule 2c may (`ranks`: the cards to come).
         if ranks == 0:
             return 0, ALL
         fired, odd = _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fixed, empty)
         if fired == 0 or (odd == 0 and state[K.FACE_DOWN_COUNT] == 0) \
-                or _consistent(state, r0, c0, closed | fired, odd, -1, parent, parity):
+                or _solvable(same, other, closed | fired, odd, -1, -1):
             return 0, ALL
     elif ranks != 0 and most > 1:
         fired, odd = _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fixed, empty)
@@ -327,8 +367,7 @@ def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, parent
         while m:
             x = K.lowest_cell(m)
             m &= m - 1
-            free = (1 << (K.ROW_OF[x] - r0)) | (1 << (4 + K.COL_OF[x] - c0))
-            if _consistent(state, r0, c0, closed & ~free, 0, x, parent, parity):
+            if _solvable(same, other, closed, 0, K.ROW_OF[x] - r0, 4 + K.COL_OF[x] - c0):
                 return 1, ALL
         return 2, ALL
     # Rule 2d: one card on a pile, on any cell (R, C) of the box: the piles there now (each one's
@@ -340,16 +379,16 @@ def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, parent
     while m:
         x = K.lowest_cell(m)
         m &= m - 1
-        free = (1 << (K.ROW_OF[x] - r0)) | (1 << (4 + K.COL_OF[x] - c0))
-        if _consistent(state, r0, c0, tied & ~free, odd & ~free, x, parent, parity):
+        if _solvable(same, other, tied, odd, K.ROW_OF[x] - r0, 4 + K.COL_OF[x] - c0):
             need = 1
             allow |= np.int64(1) << x
     m = empty if need == 2 else 0
     while m:
         x = K.lowest_cell(m)
         m &= m - 1
-        free = (1 << (K.ROW_OF[x] - r0)) | (1 << (4 + K.COL_OF[x] - c0))
-        if (tied & free) != 0 and _consistent(state, r0, c0, tied & ~free, odd & ~free, -1, parent, parity):
+        i = K.ROW_OF[x] - r0
+        j = 4 + K.COL_OF[x] - c0
+        if (tied & ((1 << i) | (1 << j))) != 0 and _solvable(same, other, tied, odd, i, j):
             need = 1  # a card may still go on a pile opened later
             break
     return need, allow
@@ -358,7 +397,7 @@ def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, parent
 @njit(cache=True, inline="always")
 def _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fixed, empty):
     """Rule 2c: (fired, odd), the masks of the fixed lines whose every placement fires and of
-    those among them with an odd number of placements (line bits as in `_consistent`).
+    those among them with an odd number of placements (line bits as in `_solvable`).
 
     With no card on an occupied cell, the cards to come, deck[t : limit-1]
     (ranks in the mask `ranks`), each open a pile, no top card is covered,
@@ -417,7 +456,7 @@ def _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fix
 
 
 @njit(cache=True, inline="always")
-def _need(state, rules, target, slack, ranks, slack_parity, lines_seen, deck, t, limit, parent, parity):
+def _need(state, rules, target, slack, ranks, slack_parity, lines_seen, deck, t, limit, same, other):
     """Cards still needed at the least before a win is possible (pruning rule 2).
 
     `slack` is how many cards beyond one per missing pile the caller can
@@ -430,7 +469,7 @@ def _need(state, rules, target, slack, ranks, slack_parity, lines_seen, deck, t,
     p = state[K.PILES]
     if p < target:
         r = ranks if slack <= 0 or (slack == 1 and slack_parity) else 0
-        stacks, allow = _stacks_needed(state, rules, slack + 1, r, lines_seen, deck, t, limit, parent, parity)
+        stacks, allow = _stacks_needed(state, rules, slack + 1, r, lines_seen, deck, t, limit, same, other)
         return target - p + stacks, allow
     return (1 if state[K.FACE_DOWN_COUNT] > 0 else 0), ALL
 
@@ -624,8 +663,8 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
         K.borrowed(tt_info)
     scratch, codes = K.borrowed(scratch), K.borrowed(codes)
     keys = scratch[:MAX_MOVES]
-    uf_parent = scratch[MAX_MOVES:MAX_MOVES + 9]
-    uf_parity = scratch[MAX_MOVES + 9:MAX_MOVES + 18]
+    graph_same = scratch[MAX_MOVES:MAX_MOVES + 9]
+    graph_other = scratch[MAX_MOVES + 9:MAX_MOVES + 18]
     to_come = scratch[MAX_MOVES + 18:SEEN_AT]
     seen = scratch[SEEN_AT:ENDGAME_AT].reshape((MAX_DEPTH + 1, LINES))
     seen[0, :] = 0  # the root, the empty table
@@ -692,7 +731,7 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
         sb = min(3, max(0, slack))
         profile[t, sb, PROF_NODES] += 1
         need, allow = _need(child, rules, target, slack, to_come[t], slack_parity, seen[t], deck, t, limit,
-                            uf_parent, uf_parity)
+                            graph_same, graph_other)
         if t + need >= limit:
             profile[t, sb, PROF_CUT] += 1
             continue  # rule 2 (rule 1 was applied when the move was generated)
