@@ -16,6 +16,8 @@
   the next card could go on in a winning line.
 - A deal an online policy wins is never `lost`, and its best score is at
   least the policy's.
+- `level_profile` counts every placement of a level search once, by turn
+  and slack.
 """
 
 import math
@@ -29,7 +31,7 @@ from sim import kernels as K
 from sim.engine.board import Board
 from sim.engine.loop import play_line
 from sim.solver.search import ENDGAME_CARDS, cards_needed, piles_allowed
-from sim.solver.solver import solve
+from sim.solver.solver import Solver, level_profile, solve
 
 pytestmark = pytest.mark.slow  # brute force and full-deal searches: minutes in all
 
@@ -392,3 +394,14 @@ def test_slack_parity_never_cuts_a_win():
             K.place(board, r, cell, deck[t])
     assert deals >= 10 and seen["slack1"] >= 200 and seen["wins"] >= 30, (deals, seen)
     assert seen["cut_2d"] >= 10 and seen["piles_dropped"] >= 10, str(seen)
+
+
+def test_level_profile_counts_every_placement():
+    # A search for a 17-card win (one card of slack at the root, none gained later) without rule 5:
+    # every placement is a position reached, at slack 0 or 1, and cuts are among those reached.
+    p = level_profile(Solver(tt_bits=16), sim.deal(0, 83), sim.Rules(), 18, 200_000, use_endgame=False)
+    c = p.counts
+    assert p.status == "open" and p.nodes >= 200_000
+    assert int(c[:, :, 0].sum()) == p.nodes and c[:, 2:, :].sum() == 0
+    assert (c[:, :, 1] + c[:, :, 2] <= c[:, :, 0]).all() and c[:, 1, 1].sum() > 0 and c[:, 0, 1].sum() > 0
+    assert int(c[:, :, 2].sum()) == p.tt_hits and int(c[:, :, 3].sum()) == p.tt_stores >= p.tt_overwrites

@@ -42,7 +42,7 @@ from sim.solver.search import (  # level_profile (below)
 )
 
 __all__ = ["OUTCOMES", "SolveResult", "Solver", "SplitSolve", "SubtreeResult", "SubtreeTask", "search_subtree",
-           "level_profile", "shared_solver", "solve", "solve_split"]
+           "LevelProfile", "level_profile", "shared_solver", "solve", "solve_split"]
 
 
 # --- Python API -------------------------------------------------------------------
