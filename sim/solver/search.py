@@ -313,13 +313,12 @@ def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, same, 
     later), every fixed line other than R and C still gets one placement per
     empty cell, from the cards to come, so 2c's ties hold for all lines but
     R and C; x's equation goes if x is occupied now. A cell outside the box
-    frees no line of the box (a line outside the box span is not fixed), a
-    stricter system. (Tying R or C too, when every one of their placements
-    surely fires, cut under 0.1% more nodes on the deals measured.) So when for every (R, C) of the box
-    the system with R and C freed (and x's equation dropped) has no
-    solution, at least two cards must go on occupied cells; and when some
-    have one, a card may go on a pile now only on a cell x whose system has
-    one (no winning line covers another top now).
+    frees no tied line (a line outside the box span is not fixed), a
+    stricter system. So when for every (R, C) of the box the system with R
+    and C freed (and x's equation dropped) has no solution, at least two
+    cards must go on occupied cells; and when some have one, a card may go
+    on a pile now only on a cell x whose system has one (no winning line
+    covers another top now). docs/solver.md has the whole argument.
 
     Returns (the bound, the mask of the occupied cells the next card may go
     on: all of them unless rule 2d narrows it).
