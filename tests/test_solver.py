@@ -7,12 +7,17 @@
   to a win with the recorded score.
 - The solver with the transposition table, or only its symmetry and
   translation canonicalization, or pruning rule 2c (line parities from the
-  ranks to come), or rule 5 (the last cards by a search over masks)
-  switched off agrees with the full solver.
+  ranks to come), or rule 2d (the same with one card of slack), or rule 5
+  (the last cards by a search over masks) switched off agrees with the
+  full solver.
 - Rule 2's bound, with rule 2c, never cuts a position from which brute
-  force finds a win in time (late positions of full deals, no slack).
+  force finds a win in time (late positions of full deals, no slack); with
+  rule 2d, neither does it with one card of slack, nor does it drop a pile
+  the next card could go on in a winning line.
 - A deal an online policy wins is never `lost`, and its best score is at
   least the policy's.
+- `level_profile` counts every placement of a level search once, by turn
+  and slack.
 """
 
 import math
@@ -25,8 +30,8 @@ import sim
 from sim import kernels as K
 from sim.engine.board import Board
 from sim.engine.loop import play_line
-from sim.solver.search import ENDGAME_CARDS, cards_needed
-from sim.solver.solver import solve
+from sim.solver.search import ENDGAME_CARDS, cards_needed, piles_allowed
+from sim.solver.solver import Solver, level_profile, solve
 
 pytestmark = pytest.mark.slow  # brute force and full-deal searches: minutes in all
 
@@ -191,7 +196,7 @@ def test_full_deals_mostly_proven_and_never_lost(full):
             assert f.score == b.score
 
 
-@pytest.mark.parametrize("switch", ["symmetry", "transpositions", "rank_parity", "endgame"])
+@pytest.mark.parametrize("switch", ["symmetry", "transpositions", "rank_parity", "endgame", "slack_parity"])
 def test_without_symmetry_or_table_the_results_agree(full, switch):
     # Best-score mode on FULL_DEALS full deals with a node limit: wherever both runs
     # prove their score, the scores are equal, and that happens on at least 100 deals.
@@ -327,3 +332,76 @@ def test_rank_parity_bound_never_cuts_a_win():
             K.draw(board, deck[t])
             K.place(board, r, cell, deck[t])
     assert seen["positions"] >= 200 and seen["wins"] >= 30 and seen["cut_2c"] >= 10, seen
+
+
+def test_slack_parity_never_cuts_a_win():
+    # Rule 2d (rule 2c with one card of slack): full deals whose best win takes 16 or 17 cards,
+    # the positions after 12 to 14 cards along the winning line and one move off it, each
+    # searched for a win before turn 18 (one card of slack while no card has gone on a pile).
+    # Wherever the bound cuts, or the search would not let the next card go on a pile, brute
+    # force finds no win; and rule 2d cuts positions and piles that the rules before it let
+    # through (so this test can fail).
+    rules = sim.Rules()
+    r = rules.as_array()
+    limit = 18
+    seen = {"positions": 0, "slack1": 0, "wins": 0, "cut_2d": 0, "piles_dropped": 0}
+    deals = 0
+    for g in range(150):
+        deck = np.array(sim.deal(3, g), np.int64)
+        best = solve(deck, node_limit=50_000)
+        if not best.proven_best or best.score not in (23, 24):
+            continue
+        deals += 1
+        board = np.empty(K.STATE_SIZE, np.int64)
+        K.reset(board)
+        for t, cell in enumerate(best.moves[:14]):
+            if t >= 11:
+                for c in range(K.CELLS):
+                    if not (K.legal_cells(board, r) >> c) & 1:
+                        continue
+                    state = board.copy()
+                    K.draw(state, deck[t])
+                    K.place(state, r, c, deck[t])
+                    if state[K.FACE_DOWN_COUNT] > rules.max_face_down:
+                        continue
+                    seen["positions"] += 1
+                    if limit - 1 - (t + 1) - (16 - state[K.PILES]) != 1:
+                        continue  # no slack left (rule 2c's test) or none to begin with
+                    seen["slack1"] += 1
+                    win = c == cell or _wins_before(deck, r, limit, state, t + 1)
+                    seen["wins"] += win
+                    with_2d = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE, 1)
+                    without = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE, 0)
+                    assert with_2d >= without >= 16 - state[K.PILES]
+                    if t + 1 + with_2d >= limit:
+                        assert not win, f"deal {g}, turn {t + 1}, cell {c}: rule 2d cuts a position with a win"
+                        seen["cut_2d"] += t + 1 + without < limit
+                        continue
+                    # The piles the next card may go on: on any other, no win.
+                    allowed = piles_allowed(state, r, deck, t + 1, limit, K.DECK_SIZE, 1)
+                    assert piles_allowed(state, r, deck, t + 1, limit, K.DECK_SIZE, 0) == state[K.OCCUPIED]
+                    legal = K.legal_cells(state, r) & state[K.OCCUPIED] & ~allowed
+                    for x in range(K.CELLS):
+                        if (legal >> x) & 1:
+                            child = state.copy()
+                            K.draw(child, deck[t + 1])
+                            K.place(child, r, x, deck[t + 1])
+                            if child[K.FACE_DOWN_COUNT] > rules.max_face_down:
+                                continue
+                            assert not _wins_before(deck, r, limit, child, t + 2), (g, t, c, x)
+                            seen["piles_dropped"] += 1
+            K.draw(board, deck[t])
+            K.place(board, r, cell, deck[t])
+    assert deals >= 10 and seen["slack1"] >= 200 and seen["wins"] >= 30, (deals, seen)
+    assert seen["cut_2d"] >= 10 and seen["piles_dropped"] >= 10, str(seen)
+
+
+def test_level_profile_counts_every_placement():
+    # A search for a 17-card win (one card of slack at the root, none gained later) without rule 5:
+    # every placement is a position reached, at slack 0 or 1, and cuts are among those reached.
+    p = level_profile(Solver(tt_bits=16), sim.deal(0, 83), sim.Rules(), 18, 200_000, use_endgame=False)
+    c = p.counts
+    assert p.status == "open" and p.nodes >= 200_000
+    assert int(c[:, :, 0].sum()) == p.nodes and c[:, 2:, :].sum() == 0
+    assert (c[:, :, 1] + c[:, :, 2] <= c[:, :, 0]).all() and c[:, 1, 1].sum() > 0 and c[:, 0, 1].sum() > 0
+    assert int(c[:, :, 2].sum()) == p.tt_hits and int(c[:, :, 3].sum()) == p.tt_stores >= p.tt_overwrites

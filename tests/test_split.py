@@ -111,6 +111,11 @@ def test_a_subtree_search_is_a_pure_function_of_its_task():
     for x in tasks[:5]:  # other searches in between: other stamps, other table entries
         search_subtree(used, SubtreeTask(**{**x.__dict__, "budget": 5_000}))
     assert search_subtree(fresh, task) == search_subtree(used, task)
+    # The rule switches travel with the tasks (as keyword fields).
+    off = SplitSolve(np.array(deck, np.uint8), sim.Rules(), first, first_win=False, node_limit=None, horizon=40,
+                     use_tt=True, use_sym=True, started=0.0, deadline=None, use_slack_parity=False).tasks()
+    assert [t.path for t in off] == [t.path for t in tasks] and not any(t.use_slack_parity for t in off)
+    assert all(t.use_slack_parity and t.use_ranks and t.use_endgame for t in tasks)
 
 
 def decided_by_scan(results):

@@ -38,7 +38,9 @@ CTL_TT_DEPTH = 12  # positions after more cards than this skip the table
 CTL_STOP_AT_WIN = 13  # stop at the first win (else: branch and bound)
 CTL_USE_RANKS = 14  # rule 2c (line parities from the ranks to come) with at most this many cards to come; 0: off
 CTL_ENDGAME = 15  # the last this many cards (no slack, full box) go to `_endgame`; 0: never
-CTL_SIZE = 16
+CTL_SLACK_PARITY = 16  # rule 2d: rule 2c also with one card of slack (1), or only with none (0)
+CTL_TT_OVERWRITES = 17  # stores that replaced another position's entry of the same search
+CTL_SIZE = 18
 
 ORDER_GREEDY = 0  # greedy's key: fewest face-down after, then a new pile, then the lowest cell
 ORDER_NEW_PILE = 1  # a new pile first, then fewest face-down after, then the lowest cell
@@ -47,14 +49,22 @@ MAX_DEPTH = K.DECK_SIZE + 1
 MAX_MOVES = K.CELLS
 LINES = 2 * K.SIDE  # rows 0..6, then columns 0..6
 SEEN_AT = MAX_MOVES + 18 + MAX_DEPTH + 1
+ALL = np.int64(-1)  # a cell mask with every cell
 ENDGAME_CARDS = 5
 """By default the last 5 cards of a line with no slack are placed by `_endgame` (measured: 4 and 6 are slower)."""
 ENDGAME_AT = SEEN_AT + (MAX_DEPTH + 1) * LINES
 ENDGAME_MAX = 8  # `_endgame` takes at most this many cards
-SCRATCH = ENDGAME_AT + 5 * ENDGAME_MAX
-"""search_run's space: move keys, union-find parents and parities, the ranks to come from each turn,
+PROFILE_AT = ENDGAME_AT + 5 * ENDGAME_MAX
+PROFILE_COLS = 4  # per (turn, slack 0..3 or more): nodes, cut by rule 2, table hits, table stores
+PROF_NODES = 0
+PROF_CUT = 1
+PROF_TT_HITS = 2
+PROF_TT_STORES = 3
+SCRATCH = PROFILE_AT + (MAX_DEPTH + 1) * 4 * PROFILE_COLS
+"""search_run's space: move keys, the line graph of rule 2 (two arrays), the ranks to come from each turn,
 `_endgame`'s stack and, kept from one call to the next, the ranks placed in each line of each
-position on the stack."""
+position on the stack, and a profile of the search (counts by turn and slack, for measurements;
+never read by the search)."""
 KEY_WORDS = 3
 FRAME = 4  # the canonical frame: 4 x 4 cells, whatever the grid option
 TT_DEPTH = 8
@@ -156,7 +166,9 @@ def _tt_probe(tt_keys, tt_info, key, stamp, limit):
 
 @njit(cache=True, inline="always")
 def _tt_store(tt_keys, tt_info, key, stamp, limit, turn):
-    """Record "no win before `limit`" for this position (keeps the entry nearer the root)."""
+    """Record "no win before `limit`" for this position (keeps the entry nearer the root).
+
+    Returns 1 when it replaced another position's entry of the same stamp, else 0."""
     mask = tt_keys.shape[0] - 1
     i = _slot(key[0], key[1], key[2], mask)
     e = -1
@@ -166,6 +178,7 @@ def _tt_store(tt_keys, tt_info, key, stamp, limit, turn):
                 and tt_keys[x, 2] == key[2]:
             e = x
             break
+    replaced = 0
     if e < 0:
         if (tt_info[i] >> 16) != stamp:
             e = i
@@ -173,67 +186,109 @@ def _tt_store(tt_keys, tt_info, key, stamp, limit, turn):
             e = i + 1
         elif (tt_info[i] & 255) >= (tt_info[i + 1] & 255):
             e = i  # replace the entry farther from the root (cheaper to search again)
+            replaced = 1
         else:
             e = i + 1
+            replaced = 1
     tt_keys[e, 0] = key[0]
     tt_keys[e, 1] = key[1]
     tt_keys[e, 2] = key[2]
     tt_info[e] = (stamp << 16) | (limit << 8) | turn
+    return replaced
 
 
 # --- the search ----------------------------------------------------------------
 
 
 @njit(cache=True, inline="always")
-def _find(parent, parity, x):
-    """Union-find root of x and x's parity relative to it (path halving not needed: 9 nodes)."""
-    p = 0
-    while parent[x] != x:
-        p ^= parity[x]
-        x = parent[x]
-    return x, p
-
-
-@njit(cache=True, inline="always")
-def _consistent(state, r0, c0, closed, odd, skip, parent, parity):
-    """Do the line-parity equations of rules 2b and 2c have a solution?
-
-    Nodes 0..3 are the box's rows, 4..7 its columns, 8 is "F = 0"; bit i of
-    `closed` ties line i to node 8 with the parity in bit i of `odd` (F = 0
-    for a line that gets no card, rule 2b; F = 1 for a line whose odd
-    number of placements all fire, rule 2c). The top card on `skip` (-1:
-    none) has no equation (it gets covered).
-    """
-    zero = 8
-    for i in range(9):
-        parent[i] = zero if (closed >> i) & 1 else i
-        parity[i] = (odd >> i) & 1
+def _line_graph(state, r0, c0, same, other):
+    """The top cards' equations of rules 2b-2d as a graph on the box's lines: nodes 0..3 are
+    its rows, 4..7 its columns; same[u] (other[u]) has bit v for each top card in lines u and
+    v that is face up (face down): F(u) + F(v) = 0 (= 1). A row and a column share at most
+    one cell, so at most one equation."""
+    for i in range(8):
+        same[i] = 0
+        other[i] = 0
     down = state[K.FACE_DOWN]
     m = state[K.OCCUPIED]
     while m:
         cell = K.lowest_cell(m)
         m &= m - 1
-        if cell == skip:
-            continue
-        a, pa = _find(parent, parity, K.ROW_OF[cell] - r0)
-        b, pb = _find(parent, parity, 4 + K.COL_OF[cell] - c0)
-        want = (down >> cell) & 1
-        if a == b:
-            if pa ^ pb != want:
-                return False
-        elif a == zero:
-            parent[b] = a
-            parity[b] = pa ^ pb ^ want
+        a = K.ROW_OF[cell] - r0
+        b = 4 + K.COL_OF[cell] - c0
+        if (down >> cell) & 1:
+            other[a] |= 1 << b
+            other[b] |= 1 << a
         else:
-            parent[a] = b
-            parity[a] = pa ^ pb ^ want
-    return True
+            same[a] |= 1 << b
+            same[b] |= 1 << a
 
 
 @njit(cache=True, inline="always")
-def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, parent, parity):
+def _solvable(same, other, tied, odd, a, b):
+    """Do the line-parity equations of rules 2b-2d have a solution?
+
+    The top cards' equations are `_line_graph`'s; bit i of `tied` ties
+    line i to "F = 0" (node 8) with the parity in bit i of `odd` (F = 0 for
+    a line that gets no card, rule 2b; F = 1 for a line whose odd number
+    of placements all fire, rule 2c). Row `a` and column `b` (-1: none)
+    are freed and the equation of their common cell dropped (it gets
+    covered). A two-colouring of the 9 nodes, node by node, on bit masks.
+    """
+    zero = 8
+    if a >= 0:
+        tied &= ~(1 << a)
+    if b >= 0:
+        tied &= ~(1 << b)
+    visited = 1 << zero
+    ones = 0  # nodes whose F is 1 (relative to the first node of their component)
+    frontier = 1 << zero  # node 8 first: its F is 0
+    start = 7
+    while True:
+        while frontier:
+            u = K.lowest_cell(frontier)
+            frontier &= frontier - 1
+            if u == zero:
+                sm = tied & ~odd
+                ot = tied & odd
+            else:
+                sm = same[u]
+                ot = other[u]
+                if u == a:
+                    sm &= ~(1 << b)
+                    ot &= ~(1 << b)
+                elif u == b:
+                    sm &= ~(1 << a)
+                    ot &= ~(1 << a)
+                if (tied >> u) & 1:
+                    if (odd >> u) & 1:
+                        ot |= 1 << zero
+                    else:
+                        sm |= 1 << zero
+            if (ones >> u) & 1:
+                want_one = sm
+                want_zero = ot
+            else:
+                want_one = ot
+                want_zero = sm
+            if (want_one & visited & ~ones) or (want_zero & visited & ones):
+                return False
+            new = (sm | ot) & ~visited
+            ones |= want_one & new
+            visited |= new
+            frontier |= new
+        while start >= 0 and (visited >> start) & 1:
+            start -= 1
+        if start < 0:
+            return True
+        visited |= 1 << start
+        frontier = 1 << start
+
+
+@njit(cache=True, inline="always")
+def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, same, other):
     """A lower bound (up to `most`, at most 2) on the cards that must go on occupied cells
-    before a win (pruning rules 2b and 2c).
+    before a win (pruning rules 2b, 2c and 2d).
 
     Let F(line) be the parity of the number of future placements in a row
     (column) whose row (column) check fires. Every such placement turns over
@@ -246,16 +301,30 @@ def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, parent
     top card) have no solution, at least one card must go on an occupied
     cell. One such card, on cell x, removes x's equation (x is covered) and
     frees F of x's row and column, and nothing else: if no x makes the rest
-    solvable, at least two are needed. The check is a union-find with
-    parities over the 4 + 4 lines of the box and a node for "F = 0".
+    solvable, at least two are needed. The check (`_solvable`) two-colours
+    a graph on the 4 + 4 lines of the box and a node for "F = 0".
 
-    Rule 2c, only when no card may go on an occupied cell (`most` = 1) and
-    `ranks` (the mask of the ranks of the cards to come before turn `limit`,
-    deck[t : limit-1], 0 with the rule off) is given: `_firing_lines` ties
-    more lines, with their parities.
+    Rule 2c: `ranks` (the mask of the ranks of the cards to come before turn
+    `limit`, deck[t : limit-1]; 0 with the rule off, and the caller passes 0
+    with more than one card of slack, or with one when rule 2d is off) lets
+    `_firing_lines` tie more lines, with their parities, when no card goes on
+    an occupied cell. Rule 2d (`most` = 2): with one card on a pile, on a
+    cell x in row R and column C of the box (a pile there now, or one opened
+    later), every fixed line other than R and C still gets one placement per
+    empty cell, from the cards to come, so 2c's ties hold for all lines but
+    R and C; x's equation goes if x is occupied now. A cell outside the box
+    frees no tied line (a line outside the box span is not fixed), a
+    stricter system. So when for every (R, C) of the box the system with R
+    and C freed (and x's equation dropped) has no solution, at least two
+    cards must go on occupied cells; and when some have one, a card may go
+    on a pile now only on a cell x whose system has one (no winning line
+    covers another top now). docs/solver.md has the whole argument.
+
+    Returns (the bound, the mask of the occupied cells the next card may go
+    on: all of them unless rule 2d narrows it).
     """
-    if most <= 0 or most > 2 or (state[K.FACE_DOWN_COUNT] == 0 and (most > 1 or ranks == 0)):
-        return 0  # cannot decide anything, or F = 0 everywhere solves it
+    if most <= 0 or most > 2 or (state[K.FACE_DOWN_COUNT] == 0 and ranks == 0):
+        return 0, ALL  # cannot decide anything, or F = 0 everywhere solves it
     grid = rules[K.RULE_GRID]
     r0 = state[K.MIN_ROW]
     r1 = state[K.MAX_ROW]
@@ -264,7 +333,7 @@ def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, parent
     rows_fixed = c1 - c0 + 1 >= grid  # the column span is final: rows can only fill their empty cells
     cols_fixed = r1 - r0 + 1 >= grid
     if not rows_fixed and not cols_fixed:
-        return 0  # every line can still open a pile: every F is free
+        return 0, ALL  # every line can still open a pile: every F is free
     occupied = state[K.OCCUPIED]
     box = K.BAND_ROWS[r0 * K.SIDE + r1] & K.BAND_COLS[c0 * K.SIDE + c1]
     empty = box & ~occupied
@@ -277,30 +346,57 @@ def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, parent
         for c in range(c0, c1 + 1):
             if K.COL_MASK[c] & empty == 0:
                 closed |= 1 << (4 + c - c0)
-    if state[K.FACE_DOWN_COUNT] == 0 or _consistent(state, r0, c0, closed, 0, -1, parent, parity):
-        # Rule 2b finds no contradiction. With no slack, rule 2c may (`ranks`: the cards to come).
-        if most == 1 and ranks != 0:
-            fired, odd = _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fixed, empty)
-            if fired != 0 and (odd != 0 or state[K.FACE_DOWN_COUNT] != 0) \
-                    and not _consistent(state, r0, c0, closed | fired, odd, -1, parent, parity):
-                return 1
-        return 0
+    fired = 0
+    odd = 0
+    _line_graph(state, r0, c0, same, other)
+    if state[K.FACE_DOWN_COUNT] == 0 or _solvable(same, other, closed, 0, -1, -1):
+        # Rule 2b finds no contradiction. Rule 2c may (`ranks`: the cards to come).
+        if ranks == 0:
+            return 0, ALL
+        fired, odd = _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fixed, empty)
+        if fired == 0 or (odd == 0 and state[K.FACE_DOWN_COUNT] == 0) \
+                or _solvable(same, other, closed | fired, odd, -1, -1):
+            return 0, ALL
+    elif ranks != 0 and most > 1:
+        fired, odd = _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fixed, empty)
     if most == 1:
-        return 1
+        return 1, ALL
+    if ranks == 0:
+        m = occupied & ~state[K.FULL]
+        while m:
+            x = K.lowest_cell(m)
+            m &= m - 1
+            if _solvable(same, other, closed, 0, K.ROW_OF[x] - r0, 4 + K.COL_OF[x] - c0):
+                return 1, ALL
+        return 2, ALL
+    # Rule 2d: one card on a pile, on any cell (R, C) of the box: the piles there now (each one's
+    # answer is wanted), then, while none has a solution, the cells a card to come may open.
+    tied = closed | fired
+    need = 2
+    allow = np.int64(0)
     m = occupied & ~state[K.FULL]
     while m:
         x = K.lowest_cell(m)
         m &= m - 1
-        free = (1 << (K.ROW_OF[x] - r0)) | (1 << (4 + K.COL_OF[x] - c0))
-        if _consistent(state, r0, c0, closed & ~free, 0, x, parent, parity):
-            return 1
-    return 2
+        if _solvable(same, other, tied, odd, K.ROW_OF[x] - r0, 4 + K.COL_OF[x] - c0):
+            need = 1
+            allow |= np.int64(1) << x
+    m = empty if need == 2 else 0
+    while m:
+        x = K.lowest_cell(m)
+        m &= m - 1
+        i = K.ROW_OF[x] - r0
+        j = 4 + K.COL_OF[x] - c0
+        if (tied & ((1 << i) | (1 << j))) != 0 and _solvable(same, other, tied, odd, i, j):
+            need = 1  # a card may still go on a pile opened later
+            break
+    return need, allow
 
 
 @njit(cache=True, inline="always")
 def _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fixed, empty):
     """Rule 2c: (fired, odd), the masks of the fixed lines whose every placement fires and of
-    those among them with an odd number of placements (line bits as in `_consistent`).
+    those among them with an odd number of placements (line bits as in `_solvable`).
 
     With no card on an occupied cell, the cards to come, deck[t : limit-1]
     (ranks in the mask `ranks`), each open a pile, no top card is covered,
@@ -359,19 +455,22 @@ def _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fix
 
 
 @njit(cache=True, inline="always")
-def _need(state, rules, target, slack, ranks, lines_seen, deck, t, limit, parent, parity):
+def _need(state, rules, target, slack, ranks, slack_parity, lines_seen, deck, t, limit, same, other):
     """Cards still needed at the least before a win is possible (pruning rule 2).
 
     `slack` is how many cards beyond one per missing pile the caller can
     afford; the bound is only refined as far as that decides anything.
-    `ranks` is the mask of the ranks of deck[t : limit-1] for rule 2c (0: off), `lines_seen`
-    the ranks placed in each line (`_firing_lines`).
+    `ranks` is the mask of the ranks of deck[t : limit-1] for rule 2c (0: off), used with no
+    slack, and with one card of slack when `slack_parity` (rule 2d); `lines_seen` the ranks
+    placed in each line (`_firing_lines`). Returns (the bound, the occupied cells the next card
+    may go on, as `_stacks_needed`).
     """
     p = state[K.PILES]
     if p < target:
-        return target - p + _stacks_needed(state, rules, slack + 1, ranks, lines_seen, deck, t, limit, parent,
-                                          parity)
-    return 1 if state[K.FACE_DOWN_COUNT] > 0 else 0
+        r = ranks if slack <= 0 or (slack == 1 and slack_parity) else 0
+        stacks, allow = _stacks_needed(state, rules, slack + 1, r, lines_seen, deck, t, limit, same, other)
+        return target - p + stacks, allow
+    return (1 if state[K.FACE_DOWN_COUNT] > 0 else 0), ALL
 
 
 @njit(cache=True, inline="always")
@@ -459,11 +558,12 @@ def _endgame(state, rules, deck, t, k, line, work):
 
 
 @njit(cache=True, inline="always")
-def _gen_moves(state, rules, card, turn, limit, target, order, moves, d, keys):
-    """Sorted moves for placing `card` at turn `turn` (rules 1 and 2 applied); returns how many."""
-    legal = K.legal_cells(state, rules)
-    max_fd = rules[K.RULE_MAX_FACE_DOWN]
+def _gen_moves(state, rules, card, turn, limit, target, order, moves, d, keys, allow):
+    """Sorted moves for placing `card` at turn `turn` (rules 1 and 2 applied, piles it may go on
+    in the cell mask `allow`); returns how many."""
     occupied = state[K.OCCUPIED]
+    legal = K.legal_cells(state, rules) & (~occupied | allow)
+    max_fd = rules[K.RULE_MAX_FACE_DOWN]
     p = state[K.PILES]
     if p < target and turn + 1 + target - p >= limit:
         legal &= ~occupied  # rule 2: only new piles can still win before the limit
@@ -511,13 +611,16 @@ def _ranks_to_come(deck, limit, use_ranks, out):
 
 @njit(cache=True)
 def search_init(deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp,
-                ctl, states, moves, nmoves, nexts, line, use_ranks=K.DECK_SIZE, endgame=ENDGAME_CARDS):
+                ctl, states, moves, nmoves, nexts, line, use_ranks=K.DECK_SIZE, endgame=ENDGAME_CARDS,
+                slack_parity=1):
     """Set up a search of `deck` for a win before turn `limit` (root: the empty table, turn 0).
 
-    Rule 2c applies where at most `use_ranks` cards are to come (0: never);
+    Rule 2c applies where at most `use_ranks` cards are to come (0: never), with no slack, and
+    with one card of slack too when `slack_parity` (rule 2d);
     `_endgame` (rule 5) places the last `endgame` cards (0: never, at most ENDGAME_MAX).
     """
     ctl[:] = 0
+    ctl[CTL_SLACK_PARITY] = slack_parity
     grid = rules[K.RULE_GRID]
     ctl[CTL_LIMIT] = limit
     ctl[CTL_ORDER] = order
@@ -531,7 +634,7 @@ def search_init(deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp,
     ctl[CTL_FLOOR] = grid * grid
     K.reset(states[0])
     keys = np.empty(MAX_MOVES, np.int64)
-    nmoves[0] = _gen_moves(states[0], rules, deck[0], 0, limit, grid * grid, order, moves, 0, keys)
+    nmoves[0] = _gen_moves(states[0], rules, deck[0], 0, limit, grid * grid, order, moves, 0, keys, ALL)
     nexts[0] = 0
     ctl[CTL_DEPTH] = 0
     line[:] = -1
@@ -559,12 +662,12 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
         K.borrowed(tt_info)
     scratch, codes = K.borrowed(scratch), K.borrowed(codes)
     keys = scratch[:MAX_MOVES]
-    uf_parent = scratch[MAX_MOVES:MAX_MOVES + 9]
-    uf_parity = scratch[MAX_MOVES + 9:MAX_MOVES + 18]
+    graph_same = scratch[MAX_MOVES:MAX_MOVES + 9]
+    graph_other = scratch[MAX_MOVES + 9:MAX_MOVES + 18]
     to_come = scratch[MAX_MOVES + 18:SEEN_AT]
     seen = scratch[SEEN_AT:ENDGAME_AT].reshape((MAX_DEPTH + 1, LINES))
     seen[0, :] = 0  # the root, the empty table
-    endgame_work = scratch[ENDGAME_AT:SCRATCH]
+    endgame_work = scratch[ENDGAME_AT:PROFILE_AT]
     endgame = ctl[CTL_ENDGAME]
     grid = rules[K.RULE_GRID]
     target = ctl[CTL_FLOOR]
@@ -578,6 +681,8 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
     nodes = ctl[CTL_NODES]
     limit = ctl[CTL_LIMIT]
     use_ranks = ctl[CTL_USE_RANKS]
+    slack_parity = ctl[CTL_SLACK_PARITY]
+    profile = scratch[PROFILE_AT:SCRATCH].reshape((MAX_DEPTH + 1, 4, PROFILE_COLS))
     _ranks_to_come(deck, limit, use_ranks, to_come)
     while ctl[CTL_STATUS] == RUNNING:
         if nodes >= budget:
@@ -586,8 +691,9 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
             # Finished: no win before `limit` from this position (rule 3). The limit
             # may have dropped while it was searched; the fact holds for the current one.
             if d > 0 and tabled[d]:
-                _tt_store(tt_keys, tt_info, node_keys[d], stamp, limit, d)
+                ctl[CTL_TT_OVERWRITES] += _tt_store(tt_keys, tt_info, node_keys[d], stamp, limit, d)
                 ctl[CTL_TT_STORES] += 1
+                profile[d, min(3, max(0, limit - 1 - d - (target - states[d, K.PILES]))), PROF_TT_STORES] += 1
             if d == 0:
                 ctl[CTL_STATUS] = DONE
                 break
@@ -621,8 +727,12 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
                 _ranks_to_come(deck, limit, use_ranks, to_come)
             continue
         slack = limit - 1 - t - (target - child[K.PILES])
-        if t + _need(child, rules, target, slack, to_come[t], seen[t], deck, t, limit, uf_parent,
-                        uf_parity) >= limit:
+        sb = min(3, max(0, slack))
+        profile[t, sb, PROF_NODES] += 1
+        need, allow = _need(child, rules, target, slack, to_come[t], slack_parity, seen[t], deck, t, limit,
+                            graph_same, graph_other)
+        if t + need >= limit:
+            profile[t, sb, PROF_CUT] += 1
             continue  # rule 2 (rule 1 was applied when the move was generated)
         if slack == 0 and target - child[K.PILES] <= endgame and child[K.MAX_ROW] - child[K.MIN_ROW] + 1 == grid \
                 and child[K.MAX_COL] - child[K.MIN_COL] + 1 == grid:
@@ -646,8 +756,9 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
             position_key(child, use_sym, codes, node_keys[t])
             if _tt_probe(tt_keys, tt_info, node_keys[t], stamp, limit):
                 ctl[CTL_TT_HITS] += 1
+                profile[t, sb, PROF_TT_HITS] += 1
                 continue  # rule 3
-        nmoves[t] = _gen_moves(child, rules, deck[t], t, limit, target, order, moves, t, keys)
+        nmoves[t] = _gen_moves(child, rules, deck[t], t, limit, target, order, moves, t, keys, allow)
         nexts[t] = 0
         d = t
     ctl[CTL_DEPTH] = d
@@ -667,11 +778,9 @@ def greedy_line(deck, rules, horizon, state, moves):
 
 
 @njit(cache=True)
-def cards_needed(state, rules, deck, t, limit, use_ranks):
-    """Rule 2's lower bound on the cards still needed for a win from `state` (`t` cards placed,
-    deck[t] next), refined as far as a search for a win before turn `limit` would (`use_ranks`
-    as in `search_init`): the search's own bound, callable on its own so that tests can check
-    it against brute force."""
+def _bound(state, rules, deck, t, limit, use_ranks, slack_parity):
+    """`_need` from a lone state, as the search would compute it (the ranks placed in each line
+    taken as its tops' ranks)."""
     target = rules[K.RULE_GRID] * rules[K.RULE_GRID]
     work = np.zeros(18, np.int64)
     to_come = np.zeros(MAX_DEPTH + 1, np.int64)
@@ -684,7 +793,25 @@ def cards_needed(state, rules, deck, t, limit, use_ranks):
         m &= m - 1
         seen[K.ROW_OF[cell]] |= 1 << state[K.TOP + cell]
         seen[K.SIDE + K.COL_OF[cell]] |= 1 << state[K.TOP + cell]
-    return _need(state, rules, target, slack, to_come[t], seen, deck, t, limit, work[:9], work[9:])
+    return _need(state, rules, target, slack, to_come[t], slack_parity, seen, deck, t, limit, work[:9], work[9:])
+
+
+@njit(cache=True)
+def cards_needed(state, rules, deck, t, limit, use_ranks, slack_parity=1):
+    """Rule 2's lower bound on the cards still needed for a win from `state` (`t` cards placed,
+    deck[t] next), refined as far as a search for a win before turn `limit` would (`use_ranks`
+    and `slack_parity` as in `search_init`): the search's own bound, callable on its own so
+    that tests can check it against brute force."""
+    return _bound(state, rules, deck, t, limit, use_ranks, slack_parity)[0]
+
+
+@njit(cache=True)
+def piles_allowed(state, rules, deck, t, limit, use_ranks, slack_parity=1):
+    """The occupied cells on which the search (for a win before turn `limit`) lets the next card,
+    deck[t], go (rule 2d narrows them with one card of slack; all of them otherwise): callable
+    on its own so that tests can check against brute force that the others hold no win."""
+    return _bound(state, rules, deck, t, limit, use_ranks, slack_parity)[1] & state[K.OCCUPIED]
+
 
 
 @njit(cache=True)

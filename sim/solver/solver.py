@@ -37,9 +37,12 @@ from sim.solver.search import (
     search_run,
 )
 from sim.solver.search import CTL_DEPTH, LINES, SEEN_AT, split_children  # the split schedule (below) uses these too
+from sim.solver.search import (  # level_profile (below)
+    CTL_TT_HITS, CTL_TT_OVERWRITES, CTL_TT_STORES, PROFILE_AT, PROFILE_COLS,
+)
 
 __all__ = ["OUTCOMES", "SolveResult", "Solver", "SplitSolve", "SubtreeResult", "SubtreeTask", "search_subtree",
-           "shared_solver", "solve", "solve_split"]
+           "LevelProfile", "level_profile", "shared_solver", "solve", "solve_split"]
 
 
 # --- Python API -------------------------------------------------------------------
@@ -96,10 +99,10 @@ class _Search:
         self.best_moves: tuple[int, ...] | None = None
 
     def start(self, deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp, use_ranks=True,
-              use_endgame=True):
+              use_endgame=True, use_slack_parity=True):
         search_init(deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp, self.ctl, self.states,
                     self.moves, self.nmoves, self.nexts, self.line, K.DECK_SIZE if use_ranks else 0,
-                    ENDGAME_CARDS if use_endgame else 0)
+                    ENDGAME_CARDS if use_endgame else 0, int(use_slack_parity))
 
     @property
     def status(self) -> int:
@@ -169,7 +172,8 @@ class Solver:
 
     def solve(self, cards: np.ndarray, rules: Rules, *, first_win: bool = False, node_limit: int | None = None,
               time_limit: float | None = None, horizon: int = K.DECK_SIZE, use_tt: bool = True,
-              use_sym: bool = True, use_ranks: bool = True, use_endgame: bool = True) -> SolveResult:
+              use_sym: bool = True, use_ranks: bool = True, use_endgame: bool = True,
+              use_slack_parity: bool = True) -> SolveResult:
         """Solve one checked deck (uint8 ranks) under `rules`; the options are `solve`'s."""
         t0 = time.perf_counter()
         deadline = None if time_limit is None else t0 + time_limit
@@ -204,13 +208,15 @@ class Solver:
         level = floor + 1
         least_on = level <= horizon + 1
         if least_on:
-            least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp(), use_ranks, use_endgame)
+            least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp(), use_ranks, use_endgame,
+                        use_slack_parity)
         # The any-win searches: one per (limit, ordering) of ANY_WIN, limits capped by the best win known.
         anys = []
         for x, (extra, order) in zip(self.any_win, ANY_WIN):
             limit = min(horizon + 1 if extra is None else floor + 1 + extra, best or horizon + 1)
             if limit > floor and (limit, order) not in [(y.limit, y.ctl[CTL_ORDER]) for y in anys]:
-                x.start(deck, r, limit, order, first_win, use_tt, use_sym, self._stamp(), use_ranks, use_endgame)
+                x.start(deck, r, limit, order, first_win, use_tt, use_sym, self._stamp(), use_ranks, use_endgame,
+                        use_slack_parity)
                 anys.append(x)
 
         def any_finished(x):
@@ -268,7 +274,7 @@ class Solver:
                         else:
                             level += 1
                             least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp(),
-                                        use_ranks, use_endgame)
+                                        use_ranks, use_endgame, use_slack_parity)
             if not least_on and not any(x.status == RUNNING for x in anys):
                 break
             round_nodes *= 2
@@ -281,6 +287,43 @@ class Solver:
         if lost:
             return SolveResult("lost", None, False, nodes, seconds, None, None)
         return SolveResult("unresolved", None, False, nodes, seconds, None, bound)
+
+
+@dataclass(frozen=True)
+class LevelProfile:
+    """Where the nodes of one level search go (`level_profile`): for measurements, not for play."""
+
+    level: int
+    """The search looked for a win before this turn."""
+    status: str
+    """done (no win before the level), won, or open (the node limit came first)."""
+    nodes: int
+    """Placements tried (rule 5's included)."""
+    counts: np.ndarray
+    """counts[turn, slack, k] (slack 3 stands for 3 or more): k = 0 positions reached, 1 cut by rule 2,
+    2 cut by the table, 3 stored in the table."""
+    tt_hits: int
+    """Positions cut by the table (rule 3)."""
+    tt_stores: int
+    """Positions stored in the table."""
+    tt_overwrites: int
+    """Stores that replaced another position's entry of the same search (the table was full there)."""
+
+
+def level_profile(solver: Solver, cards, rules: Rules, level: int, node_limit: int, *, use_ranks: bool = True,
+                  use_endgame: bool = True, use_slack_parity: bool = True) -> LevelProfile:
+    """Search one level of the least-cards search (a win before turn `level`, stop at the first) and count
+    its nodes by turn and slack (why a proof is expensive: which depths and slacks hold its nodes)."""
+    deck = np.asarray(cards, np.int64)
+    r = rules.as_array()
+    x = _Search()
+    x.start(deck, r, level, ORDER_NEW_PILE, True, True, True, solver._stamp(), use_ranks, use_endgame,
+            use_slack_parity)
+    x.run(deck, r, node_limit, None, solver.tt_keys, solver.tt_info, solver.rate)
+    counts = x.scratch[PROFILE_AT:SCRATCH].reshape((MAX_DEPTH + 1, 4, PROFILE_COLS)).copy()
+    status = "won" if x.best else ("done" if x.status == DONE else "open")
+    return LevelProfile(level, status, x.nodes, counts, int(x.ctl[CTL_TT_HITS]), int(x.ctl[CTL_TT_STORES]),
+                        int(x.ctl[CTL_TT_OVERWRITES]))
 
 
 _SOLVER: Solver | None = None
@@ -296,7 +339,7 @@ def shared_solver() -> Solver:
 
 def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit: int | None = None,
           time_limit: float | None = None, *, horizon: int = K.DECK_SIZE, transpositions: bool = True,
-          symmetry: bool = True, rank_parity: bool = True, endgame: bool = True,
+          symmetry: bool = True, rank_parity: bool = True, endgame: bool = True, slack_parity: bool = True,
           split_after: int | None = None) -> SolveResult:
     """Search every line of play of `deck` (40 ranks in draw order) with the stock order known.
 
@@ -312,6 +355,8 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
       of the cards to come, docs/solver.md) off (for tests and measurements).
     - ``endgame``: switch rule 5 (the last cards of a line with no slack
       placed by a dedicated search over three masks) off (the same).
+    - ``slack_parity``: switch rule 2d (rule 2c with one card of slack) off
+      (the same; it has no effect with ``rank_parity`` off).
     - ``split_after``: after this many nodes an unsettled deal goes on as a
       split solve (`SplitSolve`, its subtrees searched here in turn); None
       (the default here) uses SPLIT_AFTER, 0 never splits. `sim solve` runs
@@ -334,7 +379,7 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
     return solve_split(shared_solver(), cards, rules, first_win=bool(first_win),
                        node_limit=None if node_limit is None else int(node_limit), time_limit=time_limit,
                        horizon=int(horizon), use_tt=bool(transpositions), use_sym=bool(symmetry), use_ranks=bool(rank_parity),
-                       use_endgame=bool(endgame), split_after=split)
+                       use_endgame=bool(endgame), use_slack_parity=bool(slack_parity), split_after=split)
 
 
 # --- the split schedule: one hard deal's search shared between workers ----------------------------------------
@@ -376,6 +421,8 @@ class SubtreeTask:
     """Pruning rule 2c (line parities from the ranks to come)."""
     use_endgame: bool = True
     """Rule 5 (the last cards of a line with no slack placed by a search over masks)."""
+    use_slack_parity: bool = True
+    """Rule 2d (rule 2c with one card of slack)."""
     deadline: float | None = None
     """Stop at the first slice after this wall-clock time (time.time()); None for no deadline."""
 
@@ -464,14 +511,15 @@ class SplitSolve:
 
     def __init__(self, cards: np.ndarray, rules: Rules, first: SolveResult, *, first_win: bool,
                  node_limit: int | None, horizon: int, use_tt: bool, use_sym: bool, started: float,
-                 deadline: float | None, use_ranks: bool = True, use_endgame: bool = True):
+                 deadline: float | None, use_ranks: bool = True, use_endgame: bool = True,
+                 use_slack_parity: bool = True):
         self.deck = cards.astype(np.int64)
         self.rules = rules
         self.first_win = first_win
         self.cap = node_limit
         self.horizon = horizon
         self.use_tt, self.use_sym = use_tt, use_sym
-        self.use_ranks, self.use_endgame = use_ranks, use_endgame
+        self.use_ranks, self.use_endgame, self.use_slack_parity = use_ranks, use_endgame, use_slack_parity
         self.started, self.deadline = started, deadline
         self.nodes = first.nodes
         self.best = 0 if first.score is None else K.DECK_SIZE - first.score  # turn of the best win known
@@ -526,7 +574,8 @@ class SplitSolve:
                 return []
         deck = tuple(int(c) for c in self.deck)
         return [SubtreeTask(deck, self.rules, path, self.level, budget, use_tt=self.use_tt, use_sym=self.use_sym,
-                            use_ranks=self.use_ranks, use_endgame=self.use_endgame, deadline=self.deadline)
+                            use_ranks=self.use_ranks, use_endgame=self.use_endgame,
+                            use_slack_parity=self.use_slack_parity, deadline=self.deadline)
                 for path in self.paths]
 
     def record(self, results: list[SubtreeResult]) -> None:
@@ -621,7 +670,7 @@ def search_subtree(solver: Solver, task: SubtreeTask) -> SubtreeResult:
     r = task.rules.as_array()
     x = _Search()
     x.start(deck, r, task.level, ORDER_NEW_PILE, True, task.use_tt, task.use_sym, solver._stamp(), task.use_ranks,
-            task.use_endgame)
+            task.use_endgame, task.use_slack_parity)
     k = len(task.path)
     state = x.states[0]
     seen = x.scratch[SEEN_AT:SEEN_AT + (MAX_DEPTH + 1) * LINES].reshape((MAX_DEPTH + 1, LINES))
@@ -652,7 +701,7 @@ def search_subtree(solver: Solver, task: SubtreeTask) -> SubtreeResult:
 def solve_split(solver: Solver, cards: np.ndarray, rules: Rules, *, first_win: bool = False,
                 node_limit: int | None = None, time_limit: float | None = None, horizon: int = K.DECK_SIZE,
                 use_tt: bool = True, use_sym: bool = True, use_ranks: bool = True, use_endgame: bool = True,
-                split_after: int | None = SPLIT_AFTER) -> SolveResult:
+                use_slack_parity: bool = True, split_after: int | None = SPLIT_AFTER) -> SolveResult:
     """The whole schedule of a deal in this process: the serial solve, then (if unsettled) its split rounds.
 
     A job runs the same schedule with the rounds' subtrees on idle workers;
@@ -661,11 +710,13 @@ def solve_split(solver: Solver, cards: np.ndarray, rules: Rules, *, first_win: b
     started = time.time()
     cap = node_limit if split_after is None else (split_after if node_limit is None else min(node_limit, split_after))
     first = solver.solve(cards, rules, first_win=first_win, node_limit=cap, time_limit=time_limit, horizon=horizon,
-                         use_tt=use_tt, use_sym=use_sym, use_ranks=use_ranks, use_endgame=use_endgame)
+                         use_tt=use_tt, use_sym=use_sym, use_ranks=use_ranks, use_endgame=use_endgame,
+                         use_slack_parity=use_slack_parity)
     if not SplitSolve.needed(first, first_win, node_limit, split_after):
         return first
     plan = SplitSolve(cards, rules, first, first_win=first_win, node_limit=node_limit, horizon=horizon,
-                      use_tt=use_tt, use_sym=use_sym, use_ranks=use_ranks, use_endgame=use_endgame, started=started,
+                      use_tt=use_tt, use_sym=use_sym, use_ranks=use_ranks, use_endgame=use_endgame,
+                      use_slack_parity=use_slack_parity, started=started,
                       deadline=None if time_limit is None else started + time_limit)
     while tasks := plan.tasks():
         results = []
