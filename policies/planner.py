@@ -51,12 +51,12 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
-from policies.heuristic import LOSS, WIN, evaluate, nibble, stock_prefix, ups_after
-from policies.params import Param
+from policies.heuristic import nibble, stock_prefix, ups_after
+from policies.params import Param, integer, number
 from sim.kernels import (
-    BAND_COLS, BAND_ROWS, COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW,
+    BAND_COLS, BAND_ROWS, CELLS, COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW,
     OCCUPIED, OPEN, RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN, RULE_MAX_PILE,
-    SIDE, STATE_SIZE, STOCK, STOCK_LEFT, TOP, draw, legal_cells, neighbours, place, placement_flips, popcount,
+    PILES, SIDE, STATE_SIZE, STOCK, STOCK_LEFT, TOP, draw, legal_cells, neighbours, place, placement_flips, popcount,
     trailing_zeros,
 )
 
@@ -91,7 +91,13 @@ P_SAFE = P_SLOPE + N_BUCKETS
 P_MEND = P_SAFE + N_BUCKETS
 P_WIN_NEXT = P_MEND + N_BUCKETS
 P_LINE = P_WIN_NEXT + N_BUCKETS
-N_PARAMS = P_LINE + N_GROUPS * N_LINE
+N_VALUES = P_LINE + N_GROUPS * N_LINE
+"""Length of the values' part of params (what a values file gives: the loss value and the weights)."""
+P_ENDGAME = N_VALUES
+P_ROOTS = P_ENDGAME + 1
+P_FOLLOW = P_ROOTS + 1
+P_MARGIN = P_FOLLOW + 1
+N_PARAMS = P_MARGIN + 1
 N_TERMS = len(BUCKET_FEATURES) + N_LINE
 """What `sparse_features` writes: a bucket's terms, then the line terms."""
 
@@ -128,7 +134,8 @@ def group(to_open, face_down):
 
 
 def weights_to_params(weights, loss: float) -> list[float]:
-    """The params array of learned `weights` (FEATURE_SET order) and the loss value."""
+    """The values' part of the params array (N_VALUES) from learned `weights` (FEATURE_SET order) and the loss
+    value."""
     return [float(loss)] + [float(x) for x in weights]
 
 
@@ -171,10 +178,23 @@ def parse_values(text: str) -> list[float]:
     return validate_values(read_values(text), text)
 
 
+def search_params() -> list[float]:
+    """The search's part of the params array, at its defaults (what follows the values)."""
+    return [x for p in PARAMS[1:] for x in p.parse(p.default)]
+
+
 DESCRIPTION = "Expectimax one card ahead with learned values of positions; plays for the mean score."
 PARAMS = (
     Param("values", "default", "learned values: 'default' (shipped) or a file written by `sim train`",
           parse_values),
+    Param("endgame", "0", "search one card deeper when at most this many piles are still to open before the "
+          "card (-1: never)", integer("planner", "endgame", -1, 16)),
+    Param("roots", "3", "how many of the best cells by one card's expectation the deeper search compares",
+          integer("planner", "roots", 1, 64)),
+    Param("follow", "2", "how many follow-up cells per rank (the best by V) the deeper search values",
+          integer("planner", "follow", 1, 64)),
+    Param("margin", "1.0", "the deeper search runs only when the second best cell is within this of the best",
+          number("planner", "margin", 0.0)),
 )
 
 
@@ -274,6 +294,19 @@ def stock_share(ranks, prefix):
     for r in range(1, RANKS + 1):
         n += ((ranks >> r) & 1) * (prefix[r] - prefix[r - 1])
     return n / prefix[RANKS]
+
+
+@njit(cache=True, inline="always")
+def placement_status(state, rules, cell, card):
+    """WON, LOST or ONGOING: how placing `card` on `cell` ends the turn (the stock running out aside)."""
+    bit = np.int64(1) << cell
+    _, turn = placement_flips(state, cell, card)
+    n_fd = popcount((state[FACE_DOWN] & ~bit) ^ turn)
+    if n_fd > rules[RULE_MAX_FACE_DOWN]:
+        return LOST
+    if n_fd == 0 and popcount(state[OCCUPIED] | bit) == rules[RULE_GRID] * rules[RULE_GRID]:
+        return WON
+    return ONGOING
 
 
 @njit(cache=True, inline="always")
@@ -426,9 +459,14 @@ def leaf_value(state, rules, cell, card, params, prefix, lines):
 
 @njit(cache=True)
 def expected_value(after, rules, params, prefix, lines):
-    """Expected value of the best follow-up over the next card, from the position `after`."""
+    """Expected value of the best follow-up over the next card, from the position `after`.
+
+    A follow-up that wins is the best (its score is the most any later
+    outcome could reach), so it ends that rank's search.
+    """
     total = after[STOCK_LEFT]
     ev = 0.0
+    legal = legal_cells(after, rules)  # the same for every rank
     for r in range(1, RANKS + 1):
         count = after[STOCK + r]
         if count == 0:
@@ -436,13 +474,85 @@ def expected_value(after, rules, params, prefix, lines):
         draw(after, r)
         stock_prefix(after, prefix)
         best = -np.inf
-        m = legal_cells(after, rules)
+        won = float(after[STOCK_LEFT])  # a win now's value: no later outcome scores more
+        m = legal
         while m:
             cell = trailing_zeros(m)
             m &= m - 1
             v = leaf_value(after, rules, cell, r, params, prefix, lines)
+            if v == won and placement_status(after, rules, cell, r) == WON:
+                best = v
+                break
             if v > best:
                 best = v
+        if best == -np.inf:  # no legal cell: the game is lost
+            best = params[P_LOSS]
+        ev += count * best
+        after[STOCK + r] += 1
+        after[STOCK_LEFT] += 1
+    return ev / total
+
+
+@njit(cache=True)
+def follow_up_value(after, rules, params, prefix, lines, after2, prefix2, follow):
+    """Expected value over the next card of its best follow-up, searched one card deeper.
+
+    For each rank still in the stock, a follow-up cell that wins is worth
+    its score and one that loses the loss value; of the others, the `follow`
+    best by V are valued by `expected_value` of the position after them
+    (the loss value when the stock is then empty), and the best counts.
+    `prefix`, `prefix2` and `lines` are scratch; `after` is left as it came.
+    """
+    total = after[STOCK_LEFT]
+    ev = 0.0
+    top_v = np.empty(max(follow, 1))
+    top_c = np.empty(max(follow, 1), np.int64)
+    legal = legal_cells(after, rules)
+    for r in range(1, RANKS + 1):
+        count = after[STOCK + r]
+        if count == 0:
+            continue
+        draw(after, r)
+        stock_prefix(after, prefix)
+        n_top = 0
+        best = -np.inf
+        won = False
+        m = legal
+        while m:
+            cell = trailing_zeros(m)
+            m &= m - 1
+            status = placement_status(after, rules, cell, r)
+            if status == WON:
+                best = float(after[STOCK_LEFT])
+                won = True
+                break
+            if status == LOST:
+                best = max(best, params[P_LOSS])
+                continue
+            v = leaf_value(after, rules, cell, r, params, prefix, lines)
+            # Keep the `follow` best cells by V, highest first (the lowest cell among equals).
+            if n_top < follow:
+                k = n_top
+                n_top += 1
+            elif follow > 0 and v > top_v[n_top - 1]:
+                k = n_top - 1
+            else:
+                continue
+            top_v[k] = v
+            top_c[k] = cell
+            while k > 0 and top_v[k - 1] < top_v[k]:
+                top_v[k - 1], top_v[k] = top_v[k], top_v[k - 1]
+                top_c[k - 1], top_c[k] = top_c[k], top_c[k - 1]
+                k -= 1
+        if not won:
+            for j in range(n_top):
+                if after[STOCK_LEFT] == 0:
+                    v = params[P_LOSS]  # not won, and no card left: lost
+                else:
+                    after2[:] = after
+                    place(after2, rules, top_c[j], r)
+                    v = expected_value(after2, rules, params, prefix2, lines)
+                best = max(best, v)
         if best == -np.inf:  # no legal cell: the game is lost
             best = params[P_LOSS]
         ev += count * best
@@ -457,18 +567,21 @@ def choose(state, rules, card, legal, rng, params):
     prefix = np.empty(RANKS + 1, np.int64)
     after = np.empty(STATE_SIZE, np.int64)
     lines = np.empty(SCRATCH, np.int64)
-    zero = np.zeros(7)
     stock_prefix(state, prefix)
     best_cell = -1
     best = -np.inf
+    values = np.empty(CELLS)
+    cells = np.empty(CELLS, np.int64)
+    alive = np.zeros(CELLS, np.bool_)
+    n = 0
     m = legal
     while m:
         cell = trailing_zeros(m)
         m &= m - 1
-        v = evaluate(state, rules, cell, card, zero, prefix)
-        if v >= WIN:
+        status = placement_status(state, rules, cell, card)
+        if status == WON:
             return cell
-        if v <= LOSS:
+        if status == LOST:
             v = params[P_LOSS] - 1.0  # a sure loss now ranks below any chance
         elif state[STOCK_LEFT] == 0:
             v = params[P_LOSS]
@@ -476,7 +589,44 @@ def choose(state, rules, card, legal, rng, params):
             after[:] = state
             place(after, rules, cell, card)
             v = expected_value(after, rules, params, prefix, lines)
+            alive[n] = True
+        values[n] = v
+        cells[n] = cell
+        n += 1
         if v > best:
             best = v
             best_cell = cell
+    if (params[P_ENDGAME] >= 0 and state[STOCK_LEFT] > 0
+            and rules[RULE_GRID] * rules[RULE_GRID] - state[PILES] <= params[P_ENDGAME]):
+        best_cell = deeper_choice(state, rules, card, params, values, cells, alive, n, best, best_cell)
+    return best_cell
+
+
+@njit(cache=True)
+def deeper_choice(state, rules, card, params, values, cells, alive, n, best, best_cell):
+    """The best of the `roots` best cells by one card's expectation within `margin` of the best, by the
+    expectation searched one card deeper (`follow_up_value`); `best_cell` when no other comes close."""
+    roots = int(params[P_ROOTS])
+    margin = params[P_MARGIN]
+    order = np.argsort(-values[:n], kind="mergesort")  # stable: the lowest cell among equals first
+    if n < 2 or roots < 2 or values[order[1]] < best - margin:
+        return best_cell
+    prefix = np.empty(RANKS + 1, np.int64)
+    prefix2 = np.empty(RANKS + 1, np.int64)
+    after = np.empty(STATE_SIZE, np.int64)
+    after2 = np.empty(STATE_SIZE, np.int64)
+    lines = np.empty(SCRATCH, np.int64)
+    best2 = -np.inf
+    for j in range(min(roots, n)):
+        i = order[j]
+        if values[i] < best - margin:
+            break
+        if not alive[i]:
+            continue
+        after[:] = state
+        place(after, rules, cells[i], card)
+        v = follow_up_value(after, rules, params, prefix, lines, after2, prefix2, int(params[P_FOLLOW]))
+        if v > best2:
+            best2 = v
+            best_cell = cells[i]
     return best_cell

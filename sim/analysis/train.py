@@ -28,7 +28,8 @@ import policies.lookahead
 import policies.planner
 from policies.heuristic import DEFAULT_WEIGHTS, stock_prefix
 from policies.planner import (
-    FEATURE_SET, FORMAT, N_TERMS, N_WEIGHTS, ONGOING, SCRATCH, sparse_features, validate_values, weights_to_params,
+    FEATURE_SET, FORMAT, N_TERMS, N_WEIGHTS, ONGOING, SCRATCH, search_params, sparse_features, validate_values,
+    weights_to_params,
 )
 from sim import kernels as K
 from sim.engine.rules import Rules
@@ -233,7 +234,7 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
             base, params, name = BASE_LOOKAHEAD, DEFAULT_WEIGHTS.astype(np.float64), "lookahead"
         else:
             base, name = BASE_PLANNER, "planner"
-            params = np.array(weights_to_params(weights, loss), np.float64)
+            params = np.array(weights_to_params(weights, loss) + search_params(), np.float64)
         self_play(seed, 0, n, base, params, rules_array, explore, np.uint64(r + 1), loss, bootstrap, xtx, xty, counts)
         weights = _round_weights(fit(xtx, xty, ridge))
         summary = {"round": r + 1, "policy": name, "games": int(counts[0]), "win_rate": counts[1] / counts[0],
@@ -244,7 +245,7 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
     params = validate_values({"format": FORMAT, "features": list(FEATURE_SET), "weights": weights.tolist(),
                               "loss": loss}, "trained")
     warm_up("planner")
-    cols = play_range(validation_seed, 0, validation_n, "planner", rules, params=np.array(params))
+    cols = play_range(validation_seed, 0, validation_n, "planner", rules, params=np.array(params + search_params()))
     wins = int(cols.won.sum())
     mean_score = float(np.where(cols.won, cols.score, 0).sum()) / validation_n
     return TrainResult(
