@@ -38,8 +38,18 @@ The weights are learned by simulation (`sim train`, see README) and shipped
 in ``policies/data/planner.json``. Only the stock's composition is used,
 never its order.
 
+In the endgame (at most ``endgame`` piles still to open before the card,
+by default once the grid is full and only face-down tops are left to turn
+up) the choice looks one card deeper where it is close: the ``roots`` best
+cells by one card's expectation, if the second comes within ``margin`` of
+the best, are compared by `follow_up_value`, where each rank's ``follow``
+best follow-ups by V are valued by the expectation over the card after
+them. There are few cells and ranks left to try by then, and it is where
+the last points are won or lost; the search elsewhere stays one card deep
+for speed.
+
 params: [loss value, then per bucket (80 each): intercepts, slopes, safe, mend and win_next
-weights, then the line weights (5) per group (20)]
+weights, then the line weights (5) per group (20); then endgame, roots, follow, margin]
 """
 
 import json
