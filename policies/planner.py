@@ -188,9 +188,11 @@ def parse_values(text: str) -> list[float]:
     return validate_values(read_values(text), text)
 
 
-def search_params() -> list[float]:
-    """The search's part of the params array, at its defaults (what follows the values)."""
-    return [x for p in PARAMS[1:] for x in p.parse(p.default)]
+def search_params(args: dict[str, str] | None = None) -> list[float]:
+    """The search's part of the params array (what follows the values): `args` as --policy-arg gives them,
+    the defaults for the others."""
+    args = args or {}
+    return [x for p in PARAMS[1:] for x in p.parse(args.get(p.name, p.default))]
 
 
 DESCRIPTION = "Expectimax one card ahead with learned values of positions; plays for the mean score."
@@ -469,11 +471,7 @@ def leaf_value(state, rules, cell, card, params, prefix, lines):
 
 @njit(cache=True)
 def expected_value(after, rules, params, prefix, lines):
-    """Expected value of the best follow-up over the next card, from the position `after`.
-
-    A follow-up that wins is the best (its score is the most any later
-    outcome could reach), so it ends that rank's search.
-    """
+    """Expected value of the best follow-up over the next card, from the position `after`."""
     total = after[STOCK_LEFT]
     ev = 0.0
     legal = legal_cells(after, rules)  # the same for every rank
@@ -484,15 +482,11 @@ def expected_value(after, rules, params, prefix, lines):
         draw(after, r)
         stock_prefix(after, prefix)
         best = -np.inf
-        won = float(after[STOCK_LEFT])  # a win now's value: no later outcome scores more
         m = legal
         while m:
             cell = trailing_zeros(m)
             m &= m - 1
             v = leaf_value(after, rules, cell, r, params, prefix, lines)
-            if v == won and placement_status(after, rules, cell, r) == WON:
-                best = v
-                break
             if v > best:
                 best = v
         if best == -np.inf:  # no legal cell: the game is lost
@@ -526,16 +520,14 @@ def follow_up_value(after, rules, params, prefix, lines, after2, prefix2, follow
         stock_prefix(after, prefix)
         n_top = 0
         best = -np.inf
-        won = False
         m = legal
         while m:
             cell = trailing_zeros(m)
             m &= m - 1
             status = placement_status(after, rules, cell, r)
             if status == WON:
-                best = float(after[STOCK_LEFT])
-                won = True
-                break
+                best = max(best, float(after[STOCK_LEFT]))
+                continue
             if status == LOST:
                 best = max(best, params[P_LOSS])
                 continue
@@ -554,15 +546,14 @@ def follow_up_value(after, rules, params, prefix, lines, after2, prefix2, follow
                 top_v[k - 1], top_v[k] = top_v[k], top_v[k - 1]
                 top_c[k - 1], top_c[k] = top_c[k], top_c[k - 1]
                 k -= 1
-        if not won:
-            for j in range(n_top):
-                if after[STOCK_LEFT] == 0:
-                    v = params[P_LOSS]  # not won, and no card left: lost
-                else:
-                    after2[:] = after
-                    place(after2, rules, top_c[j], r)
-                    v = expected_value(after2, rules, params, prefix2, lines)
-                best = max(best, v)
+        for j in range(n_top):
+            if after[STOCK_LEFT] == 0:
+                v = params[P_LOSS]  # not won, and no card left: lost
+            else:
+                after2[:] = after
+                place(after2, rules, top_c[j], r)
+                v = expected_value(after2, rules, params, prefix2, lines)
+            best = max(best, v)
         if best == -np.inf:  # no legal cell: the game is lost
             best = params[P_LOSS]
         ev += count * best

@@ -382,20 +382,18 @@ def reference_expected(after, rules, params, follow=0):
         K.draw(drawn, r)
         stock_prefix(drawn, prefix)
         outcomes = reference_outcomes(drawn, rules, r)
-        if any(o == "won" for _, o in outcomes):
-            best = float(drawn[K.STOCK_LEFT])
+        values = [float(drawn[K.STOCK_LEFT]) for _, o in outcomes if o == "won"]
+        values += [params[planner.P_LOSS] for _, o in outcomes if o == "lost"]
+        on = [(planner.leaf_value(drawn, rules, c, r, params, prefix, lines), c) for c, o in outcomes if o == "on"]
+        if follow == 0:
+            values += [v for v, _ in on]
         else:
-            values = [params[planner.P_LOSS] for _, o in outcomes if o == "lost"]
-            on = [(planner.leaf_value(drawn, rules, c, r, params, prefix, lines), c) for c, o in outcomes if o == "on"]
-            if follow == 0:
-                values += [v for v, _ in on]
-            else:
-                for _, c in sorted(on, key=lambda vc: (-vc[0], vc[1]))[:follow]:
-                    tried = drawn.copy()
-                    K.place(tried, rules, c, r)
-                    values.append(params[planner.P_LOSS] if tried[K.STOCK_LEFT] == 0
-                                  else reference_expected(tried, rules, params))
-            best = max(values) if values else params[planner.P_LOSS]
+            for _, c in sorted(on, key=lambda vc: (-vc[0], vc[1]))[:follow]:
+                tried = drawn.copy()
+                K.place(tried, rules, c, r)
+                values.append(params[planner.P_LOSS] if tried[K.STOCK_LEFT] == 0
+                              else reference_expected(tried, rules, params))
+        best = max(values) if values else params[planner.P_LOSS]
         ev += count * best
     return ev / int(after[K.STOCK_LEFT])
 
