@@ -263,18 +263,23 @@ def safe_ranks(open_cells, lines):
 
 
 @njit(cache=True, inline="always")
-def mend_ranks(state, cell, card, cells, occupied, face_down, to_open, lines):
+def mend_ranks(state, cell, card, cells, occupied, face_down, to_open, lines, stock):
     """(ranks that some cell of `cells` takes leaving fewer face-down tops, ranks that win at once there).
 
     The position is the one after placing `card` on `cell`: `occupied` and
     `face_down` its masks, `to_open` its piles still to open and `lines`
     its lines' flips and packed face-up ranks. Masks have bit r for rank r.
+    Only the ranks of `stock` (the ranks still in the stock) are sure to be
+    complete: the cells stop being tried once no other cell can add one.
     """
     n_fd = popcount(face_down)
     mend = np.int64(0)
     win = np.int64(0)
+    can_win = occupied if to_open == 0 else (~occupied if to_open == 1 else np.int64(0))
     m = cells
     while m:
+        if (mend & stock) == stock and ((win & stock) == stock or (m & can_win) == 0):
+            break
         c = trailing_zeros(m)
         m &= m - 1
         cbit = np.int64(1) << c
@@ -405,7 +410,11 @@ def leaf_terms(state, rules, cell, card, prefix, lines):
             open2 = (state[OPEN] | neighbours(cell, rules)) & ~occ2 & band
             safe = stock_share(safe_ranks(open2, lines), prefix)
         if n_fd > 0 and to_open <= MEND_TO_OPEN:
-            ranks_mend, ranks_win = mend_ranks(state, cell, card, (occ2 & ~full2) | open2, occ2, fd2, to_open, lines)
+            stock = np.int64(0)
+            for r in range(1, RANKS + 1):
+                stock |= np.int64(prefix[r] > prefix[r - 1]) << r
+            ranks_mend, ranks_win = mend_ranks(state, cell, card, (occ2 & ~full2) | open2, occ2, fd2, to_open, lines,
+                                               stock)
             mend = stock_share(ranks_mend, prefix)
             win_next = stock_share(ranks_win, prefix)
     return (ONGOING, to_open, n_fd, popcount(full2 & ~fd2), popcount(full2 & fd2), risk, spread, closed, safe,
@@ -470,8 +479,12 @@ def leaf_value(state, rules, cell, card, params, prefix, lines):
 
 
 @njit(cache=True)
-def expected_value(after, rules, params, prefix, lines):
-    """Expected value of the best follow-up over the next card, from the position `after`."""
+def expected_value(after, rules, params, prefix, lines, stop_at_win=False):
+    """Expected value of the best follow-up over the next card, from the position `after`.
+
+    With `stop_at_win` a follow-up that wins ends its rank's search at its
+    score (the deeper search's second card: fewer cells to try).
+    """
     total = after[STOCK_LEFT]
     ev = 0.0
     legal = legal_cells(after, rules)  # the same for every rank
@@ -482,11 +495,15 @@ def expected_value(after, rules, params, prefix, lines):
         draw(after, r)
         stock_prefix(after, prefix)
         best = -np.inf
+        won = float(after[STOCK_LEFT])
         m = legal
         while m:
             cell = trailing_zeros(m)
             m &= m - 1
             v = leaf_value(after, rules, cell, r, params, prefix, lines)
+            if stop_at_win and v == won and placement_status(after, rules, cell, r) == WON:
+                best = v
+                break
             if v > best:
                 best = v
         if best == -np.inf:  # no legal cell: the game is lost
@@ -501,10 +518,13 @@ def expected_value(after, rules, params, prefix, lines):
 def follow_up_value(after, rules, params, prefix, lines, after2, prefix2, follow):
     """Expected value over the next card of its best follow-up, searched one card deeper.
 
-    For each rank still in the stock, a follow-up cell that wins is worth
-    its score and one that loses the loss value; of the others, the `follow`
-    best by V are valued by `expected_value` of the position after them
-    (the loss value when the stock is then empty), and the best counts.
+    For each rank still in the stock, a follow-up cell that wins ends the
+    rank's search at its score, one that loses is worth the loss value; of
+    the others, the `follow`
+    best by V (those within `margin` of the first) are valued by
+    `expected_value` of the position after them, a win there ending its
+    rank's search (the loss value when the stock is then empty); the best
+    counts.
     `prefix`, `prefix2` and `lines` are scratch; `after` is left as it came.
     """
     total = after[STOCK_LEFT]
@@ -525,9 +545,10 @@ def follow_up_value(after, rules, params, prefix, lines, after2, prefix2, follow
             cell = trailing_zeros(m)
             m &= m - 1
             status = placement_status(after, rules, cell, r)
-            if status == WON:
-                best = max(best, float(after[STOCK_LEFT]))
-                continue
+            if status == WON:  # ends the rank's search at its score
+                best = float(after[STOCK_LEFT])
+                n_top = 0
+                break
             if status == LOST:
                 best = max(best, params[P_LOSS])
                 continue
@@ -547,12 +568,14 @@ def follow_up_value(after, rules, params, prefix, lines, after2, prefix2, follow
                 top_c[k - 1], top_c[k] = top_c[k], top_c[k - 1]
                 k -= 1
         for j in range(n_top):
+            if top_v[j] < top_v[0] - params[P_MARGIN]:
+                break  # too far below the best follow-up by V to overtake it
             if after[STOCK_LEFT] == 0:
                 v = params[P_LOSS]  # not won, and no card left: lost
             else:
                 after2[:] = after
                 place(after2, rules, top_c[j], r)
-                v = expected_value(after2, rules, params, prefix2, lines)
+                v = expected_value(after2, rules, params, prefix2, lines, True)
             best = max(best, v)
         if best == -np.inf:  # no legal cell: the game is lost
             best = params[P_LOSS]

@@ -364,12 +364,15 @@ def reference_outcomes(drawn, rules, r):
     return out
 
 
-def reference_expected(after, rules, params, follow=0):
+def reference_expected(after, rules, params, follow=0, stop_at_win=False):
     """The expectation over the next card of its best follow-up, trying every rank and cell on copies.
 
-    follow = 0: a follow-up is worth its score if it wins, the loss value if it loses, else V.
-    follow > 0: the `follow` best ongoing follow-ups by V (lowest cell among equals) are valued by this
-    function with follow = 0 from the position after them (the loss value if the stock is then empty).
+    follow = 0: a follow-up is worth its score if it wins, the loss value if it loses, else V; with
+    stop_at_win a rank with a winning follow-up is worth that score.
+    follow > 0: a rank with a winning follow-up is worth that score; else the `follow` best ongoing
+    follow-ups by V (lowest cell among equals) within the margin of the first are valued by this function
+    with follow = 0 and stop_at_win from the position after them (the loss value if the stock is then
+    empty).
     """
     prefix = np.empty(K.RANKS + 1, np.int64)
     lines = np.empty(planner.SCRATCH, np.int64)
@@ -388,12 +391,17 @@ def reference_expected(after, rules, params, follow=0):
         if follow == 0:
             values += [v for v, _ in on]
         else:
-            for _, c in sorted(on, key=lambda vc: (-vc[0], vc[1]))[:follow]:
+            ranked = sorted(on, key=lambda vc: (-vc[0], vc[1]))[:follow]
+            for v, c in ranked:
+                if v < ranked[0][0] - params[planner.P_MARGIN]:
+                    break
                 tried = drawn.copy()
                 K.place(tried, rules, c, r)
                 values.append(params[planner.P_LOSS] if tried[K.STOCK_LEFT] == 0
-                              else reference_expected(tried, rules, params))
+                              else reference_expected(tried, rules, params, stop_at_win=True))
         best = max(values) if values else params[planner.P_LOSS]
+        if (stop_at_win or follow > 0) and any(o == "won" for _, o in outcomes):
+            best = float(drawn[K.STOCK_LEFT])
         ev += count * best
     return ev / int(after[K.STOCK_LEFT])
 
