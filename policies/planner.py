@@ -195,7 +195,8 @@ def search_params(args: dict[str, str] | None = None) -> list[float]:
     return [x for p in PARAMS[1:] for x in p.parse(args.get(p.name, p.default))]
 
 
-DESCRIPTION = "Expectimax one card ahead with learned values of positions; plays for the mean score."
+DESCRIPTION = ("Expectimax one card ahead (two for close choices in the endgame) with learned values of positions; "
+               "plays for the mean score.")
 PARAMS = (
     Param("values", "default", "learned values: 'default' (shipped) or a file written by `sim train`",
           parse_values),
