@@ -64,10 +64,10 @@ from numba.cpython.unsafe.numbers import leading_zeros
 from policies.heuristic import nibble, stock_prefix, ups_after
 from policies.params import Param, integer, number
 from sim.kernels import (
-    BAND_COLS, BAND_ROWS, CELLS, COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW,
-    OCCUPIED, OPEN, RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN, RULE_MAX_PILE,
-    PILES, SIDE, STATE_SIZE, STOCK, STOCK_LEFT, TOP, draw, legal_cells, neighbours, place, placement_flips, popcount,
-    trailing_zeros,
+    BAND_COLS, BAND_ROWS, CELLS, COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL,
+    MIN_ROW, OCCUPIED, OPEN, PILES, RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN,
+    RULE_MAX_PILE, SIDE, STATE_SIZE, STOCK, STOCK_LEFT, TOP, draw, legal_cells, neighbours, place, placement_flips,
+    popcount, trailing_zeros,
 )
 
 FORMAT = "foursquare-planner-values-v2"
@@ -521,12 +521,11 @@ def follow_up_value(after, rules, params, prefix, lines, after2, prefix2, follow
 
     For each rank still in the stock, a follow-up cell that wins ends the
     rank's search at its score, one that loses is worth the loss value; of
-    the others, the `follow`
-    best by V (those within `margin` of the first) are valued by
-    `expected_value` of the position after them, a win there ending its
-    rank's search (the loss value when the stock is then empty); the best
-    counts.
-    `prefix`, `prefix2` and `lines` are scratch; `after` is left as it came.
+    the others, the `follow` best by V (those within `margin` of the first)
+    are valued by `expected_value` of the position after them, a win there
+    ending its rank's search (the loss value when the stock is then empty);
+    the best counts. `prefix`, `prefix2` and `lines` are scratch; `after`
+    is left as it came.
     """
     total = after[STOCK_LEFT]
     ev = 0.0
