@@ -5,6 +5,7 @@ order of the float64 params array its ``choose`` receives; the registry
 (`policies.build_params`) only walks them.
 """
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -45,5 +46,20 @@ def choice(policy: str, name: str, values: dict[str, float]) -> Callable[[str], 
         if text not in values:
             raise ValueError(f"policy {policy!r}: {name}={text!r} is not one of: {', '.join(values)}")
         return [values[text]]
+
+    return parse
+
+
+def number(policy: str, name: str, low: float) -> Callable[[str], list[float]]:
+    """A parser of a finite number of at least `low`."""
+
+    def parse(text: str) -> list[float]:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value >= low):
+            raise ValueError(f"policy {policy!r}: {name}={text!r} is not a number >= {low:g}")
+        return [value]
 
     return parse

@@ -38,8 +38,18 @@ The weights are learned by simulation (`sim train`, see README) and shipped
 in ``policies/data/planner.json``. Only the stock's composition is used,
 never its order.
 
+In the endgame (at most ``endgame`` piles still to open before the card,
+by default once the grid is full and only face-down tops are left to turn
+up) the choice looks one card deeper where it is close: the ``roots`` best
+cells by one card's expectation, if the second comes within ``margin`` of
+the best, are compared by `follow_up_value`, where each rank's ``follow``
+best follow-ups by V are valued by the expectation over the card after
+them. There are few cells and ranks left to try by then, and it is where
+the last points are won or lost; the search elsewhere stays one card deep
+for speed.
+
 params: [loss value, then per bucket (80 each): intercepts, slopes, safe, mend and win_next
-weights, then the line weights (5) per group (20)]
+weights, then the line weights (5) per group (20); then endgame, roots, follow, margin]
 """
 
 import json
@@ -51,13 +61,13 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
-from policies.heuristic import LOSS, WIN, evaluate, nibble, stock_prefix, ups_after
-from policies.params import Param
+from policies.heuristic import nibble, stock_prefix, ups_after
+from policies.params import Param, integer, number
 from sim.kernels import (
-    BAND_COLS, BAND_ROWS, COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW,
-    OCCUPIED, OPEN, RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN, RULE_MAX_PILE,
-    SIDE, STATE_SIZE, STOCK, STOCK_LEFT, TOP, draw, legal_cells, neighbours, place, placement_flips, popcount,
-    trailing_zeros,
+    BAND_COLS, BAND_ROWS, CELLS, COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL,
+    MIN_ROW, OCCUPIED, OPEN, PILES, RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN,
+    RULE_MAX_PILE, SIDE, STATE_SIZE, STOCK, STOCK_LEFT, TOP, draw, legal_cells, neighbours, place, placement_flips,
+    popcount, trailing_zeros,
 )
 
 FORMAT = "foursquare-planner-values-v2"
@@ -91,7 +101,13 @@ P_SAFE = P_SLOPE + N_BUCKETS
 P_MEND = P_SAFE + N_BUCKETS
 P_WIN_NEXT = P_MEND + N_BUCKETS
 P_LINE = P_WIN_NEXT + N_BUCKETS
-N_PARAMS = P_LINE + N_GROUPS * N_LINE
+N_VALUES = P_LINE + N_GROUPS * N_LINE
+"""Length of the values' part of params (what a values file gives: the loss value and the weights)."""
+P_ENDGAME = N_VALUES
+P_ROOTS = P_ENDGAME + 1
+P_FOLLOW = P_ROOTS + 1
+P_MARGIN = P_FOLLOW + 1
+N_PARAMS = P_MARGIN + 1
 N_TERMS = len(BUCKET_FEATURES) + N_LINE
 """What `sparse_features` writes: a bucket's terms, then the line terms."""
 
@@ -128,7 +144,8 @@ def group(to_open, face_down):
 
 
 def weights_to_params(weights, loss: float) -> list[float]:
-    """The params array of learned `weights` (FEATURE_SET order) and the loss value."""
+    """The values' part of the params array (N_VALUES) from learned `weights` (FEATURE_SET order) and the loss
+    value."""
     return [float(loss)] + [float(x) for x in weights]
 
 
@@ -171,10 +188,26 @@ def parse_values(text: str) -> list[float]:
     return validate_values(read_values(text), text)
 
 
-DESCRIPTION = "Expectimax one card ahead with learned values of positions; plays for the mean score."
+def search_params(args: dict[str, str] | None = None) -> list[float]:
+    """The search's part of the params array (what follows the values): `args` as --policy-arg gives them,
+    the defaults for the others."""
+    args = args or {}
+    return [x for p in PARAMS[1:] for x in p.parse(args.get(p.name, p.default))]
+
+
+DESCRIPTION = ("Expectimax one card ahead (two for close choices in the endgame) with learned values of positions; "
+               "plays for the mean score.")
 PARAMS = (
     Param("values", "default", "learned values: 'default' (shipped) or a file written by `sim train`",
           parse_values),
+    Param("endgame", "0", "search one card deeper when at most this many piles are still to open before the "
+          "card (-1: never)", integer("planner", "endgame", -1, 16)),
+    Param("roots", "3", "how many of the best cells by one card's expectation the deeper search compares",
+          integer("planner", "roots", 1, 64)),
+    Param("follow", "2", "how many follow-up cells per rank (the best by V) the deeper search values",
+          integer("planner", "follow", 1, 64)),
+    Param("margin", "1.0", "the deeper search runs only when the second best cell is within this of the best",
+          number("planner", "margin", 0.0)),
 )
 
 
@@ -231,18 +264,23 @@ def safe_ranks(open_cells, lines):
 
 
 @njit(cache=True, inline="always")
-def mend_ranks(state, cell, card, cells, occupied, face_down, to_open, lines):
+def mend_ranks(state, cell, card, cells, occupied, face_down, to_open, lines, stock):
     """(ranks that some cell of `cells` takes leaving fewer face-down tops, ranks that win at once there).
 
     The position is the one after placing `card` on `cell`: `occupied` and
     `face_down` its masks, `to_open` its piles still to open and `lines`
     its lines' flips and packed face-up ranks. Masks have bit r for rank r.
+    Only the ranks of `stock` (the ranks still in the stock) are sure to be
+    complete: the cells stop being tried once no other cell can add one.
     """
     n_fd = popcount(face_down)
     mend = np.int64(0)
     win = np.int64(0)
+    can_win = occupied if to_open == 0 else (~occupied if to_open == 1 else np.int64(0))
     m = cells
     while m:
+        if (mend & stock) == stock and ((win & stock) == stock or (m & can_win) == 0):
+            break
         c = trailing_zeros(m)
         m &= m - 1
         cbit = np.int64(1) << c
@@ -274,6 +312,19 @@ def stock_share(ranks, prefix):
     for r in range(1, RANKS + 1):
         n += ((ranks >> r) & 1) * (prefix[r] - prefix[r - 1])
     return n / prefix[RANKS]
+
+
+@njit(cache=True, inline="always")
+def placement_status(state, rules, cell, card):
+    """WON, LOST or ONGOING: how placing `card` on `cell` ends the turn (the stock running out aside)."""
+    bit = np.int64(1) << cell
+    _, turn = placement_flips(state, cell, card)
+    n_fd = popcount((state[FACE_DOWN] & ~bit) ^ turn)
+    if n_fd > rules[RULE_MAX_FACE_DOWN]:
+        return LOST
+    if n_fd == 0 and popcount(state[OCCUPIED] | bit) == rules[RULE_GRID] * rules[RULE_GRID]:
+        return WON
+    return ONGOING
 
 
 @njit(cache=True, inline="always")
@@ -360,7 +411,11 @@ def leaf_terms(state, rules, cell, card, prefix, lines):
             open2 = (state[OPEN] | neighbours(cell, rules)) & ~occ2 & band
             safe = stock_share(safe_ranks(open2, lines), prefix)
         if n_fd > 0 and to_open <= MEND_TO_OPEN:
-            ranks_mend, ranks_win = mend_ranks(state, cell, card, (occ2 & ~full2) | open2, occ2, fd2, to_open, lines)
+            stock = np.int64(0)
+            for r in range(1, RANKS + 1):
+                stock |= np.int64(prefix[r] > prefix[r - 1]) << r
+            ranks_mend, ranks_win = mend_ranks(state, cell, card, (occ2 & ~full2) | open2, occ2, fd2, to_open, lines,
+                                               stock)
             mend = stock_share(ranks_mend, prefix)
             win_next = stock_share(ranks_win, prefix)
     return (ONGOING, to_open, n_fd, popcount(full2 & ~fd2), popcount(full2 & fd2), risk, spread, closed, safe,
@@ -425,10 +480,15 @@ def leaf_value(state, rules, cell, card, params, prefix, lines):
 
 
 @njit(cache=True)
-def expected_value(after, rules, params, prefix, lines):
-    """Expected value of the best follow-up over the next card, from the position `after`."""
+def expected_value(after, rules, params, prefix, lines, stop_at_win=False):
+    """Expected value of the best follow-up over the next card, from the position `after`.
+
+    With `stop_at_win` a follow-up that wins ends its rank's search at its
+    score (the deeper search's second card: fewer cells to try).
+    """
     total = after[STOCK_LEFT]
     ev = 0.0
+    legal = legal_cells(after, rules)  # the same for every rank
     for r in range(1, RANKS + 1):
         count = after[STOCK + r]
         if count == 0:
@@ -436,13 +496,87 @@ def expected_value(after, rules, params, prefix, lines):
         draw(after, r)
         stock_prefix(after, prefix)
         best = -np.inf
-        m = legal_cells(after, rules)
+        won = float(after[STOCK_LEFT])
+        m = legal
         while m:
             cell = trailing_zeros(m)
             m &= m - 1
             v = leaf_value(after, rules, cell, r, params, prefix, lines)
+            if stop_at_win and v == won and placement_status(after, rules, cell, r) == WON:
+                best = v
+                break
             if v > best:
                 best = v
+        if best == -np.inf:  # no legal cell: the game is lost
+            best = params[P_LOSS]
+        ev += count * best
+        after[STOCK + r] += 1
+        after[STOCK_LEFT] += 1
+    return ev / total
+
+
+@njit(cache=True)
+def follow_up_value(after, rules, params, prefix, lines, after2, prefix2, follow):
+    """Expected value over the next card of its best follow-up, searched one card deeper.
+
+    For each rank still in the stock, a follow-up cell that wins ends the
+    rank's search at its score, one that loses is worth the loss value; of
+    the others, the `follow` best by V (those within `margin` of the first)
+    are valued by `expected_value` of the position after them, a win there
+    ending its rank's search (the loss value when the stock is then empty);
+    the best counts. `prefix`, `prefix2` and `lines` are scratch; `after`
+    is left as it came.
+    """
+    total = after[STOCK_LEFT]
+    ev = 0.0
+    top_v = np.empty(max(follow, 1))
+    top_c = np.empty(max(follow, 1), np.int64)
+    legal = legal_cells(after, rules)
+    for r in range(1, RANKS + 1):
+        count = after[STOCK + r]
+        if count == 0:
+            continue
+        draw(after, r)
+        stock_prefix(after, prefix)
+        n_top = 0
+        best = -np.inf
+        m = legal
+        while m:
+            cell = trailing_zeros(m)
+            m &= m - 1
+            status = placement_status(after, rules, cell, r)
+            if status == WON:  # ends the rank's search at its score
+                best = float(after[STOCK_LEFT])
+                n_top = 0
+                break
+            if status == LOST:
+                best = max(best, params[P_LOSS])
+                continue
+            v = leaf_value(after, rules, cell, r, params, prefix, lines)
+            # Keep the `follow` best cells by V, highest first (the lowest cell among equals).
+            if n_top < follow:
+                k = n_top
+                n_top += 1
+            elif follow > 0 and v > top_v[n_top - 1]:
+                k = n_top - 1
+            else:
+                continue
+            top_v[k] = v
+            top_c[k] = cell
+            while k > 0 and top_v[k - 1] < top_v[k]:
+                top_v[k - 1], top_v[k] = top_v[k], top_v[k - 1]
+                top_c[k - 1], top_c[k] = top_c[k], top_c[k - 1]
+                k -= 1
+        for j in range(n_top):
+            if top_v[j] < top_v[0] - params[P_MARGIN]:
+                break  # too far below the best follow-up by V to overtake it
+            if after[STOCK_LEFT] == 0:
+                v = params[P_LOSS]  # not won, and no card left: lost
+            else:
+                after2[:] = after
+                place(after2, rules, top_c[j], r)
+                v = expected_value(after2, rules, params, prefix2, lines, True)
+            best = max(best, v)
         if best == -np.inf:  # no legal cell: the game is lost
             best = params[P_LOSS]
         ev += count * best
@@ -457,18 +591,21 @@ def choose(state, rules, card, legal, rng, params):
     prefix = np.empty(RANKS + 1, np.int64)
     after = np.empty(STATE_SIZE, np.int64)
     lines = np.empty(SCRATCH, np.int64)
-    zero = np.zeros(7)
     stock_prefix(state, prefix)
     best_cell = -1
     best = -np.inf
+    values = np.empty(CELLS)
+    cells = np.empty(CELLS, np.int64)
+    alive = np.zeros(CELLS, np.bool_)
+    n = 0
     m = legal
     while m:
         cell = trailing_zeros(m)
         m &= m - 1
-        v = evaluate(state, rules, cell, card, zero, prefix)
-        if v >= WIN:
+        status = placement_status(state, rules, cell, card)
+        if status == WON:
             return cell
-        if v <= LOSS:
+        if status == LOST:
             v = params[P_LOSS] - 1.0  # a sure loss now ranks below any chance
         elif state[STOCK_LEFT] == 0:
             v = params[P_LOSS]
@@ -476,7 +613,44 @@ def choose(state, rules, card, legal, rng, params):
             after[:] = state
             place(after, rules, cell, card)
             v = expected_value(after, rules, params, prefix, lines)
+            alive[n] = True
+        values[n] = v
+        cells[n] = cell
+        n += 1
         if v > best:
             best = v
             best_cell = cell
+    if (params[P_ENDGAME] >= 0 and state[STOCK_LEFT] > 0
+            and rules[RULE_GRID] * rules[RULE_GRID] - state[PILES] <= params[P_ENDGAME]):
+        best_cell = deeper_choice(state, rules, card, params, values, cells, alive, n, best, best_cell)
+    return best_cell
+
+
+@njit(cache=True)
+def deeper_choice(state, rules, card, params, values, cells, alive, n, best, best_cell):
+    """The best of the `roots` best cells by one card's expectation within `margin` of the best, by the
+    expectation searched one card deeper (`follow_up_value`); `best_cell` when no other comes close."""
+    roots = int(params[P_ROOTS])
+    margin = params[P_MARGIN]
+    order = np.argsort(-values[:n], kind="mergesort")  # stable: the lowest cell among equals first
+    if n < 2 or roots < 2 or values[order[1]] < best - margin:
+        return best_cell
+    prefix = np.empty(RANKS + 1, np.int64)
+    prefix2 = np.empty(RANKS + 1, np.int64)
+    after = np.empty(STATE_SIZE, np.int64)
+    after2 = np.empty(STATE_SIZE, np.int64)
+    lines = np.empty(SCRATCH, np.int64)
+    best2 = -np.inf
+    for j in range(min(roots, n)):
+        i = order[j]
+        if values[i] < best - margin:
+            break
+        if not alive[i]:
+            continue
+        after[:] = state
+        place(after, rules, cells[i], card)
+        v = follow_up_value(after, rules, params, prefix, lines, after2, prefix2, int(params[P_FOLLOW]))
+        if v > best2:
+            best2 = v
+            best_cell = cells[i]
     return best_cell

@@ -71,7 +71,7 @@ def test_a_bad_values_file_is_refused_with_a_reason(tmp_path, change, fragment):
 def test_weights_map_onto_params_in_order():
     w = np.arange(planner.N_WEIGHTS, dtype=float)
     p = np.array(planner.weights_to_params(w, -2.0))
-    assert p[planner.P_LOSS] == -2.0 and len(p) == planner.N_PARAMS
+    assert p[planner.P_LOSS] == -2.0 and len(p) == planner.N_VALUES == planner.P_ENDGAME
     assert np.array_equal(p[1:], w)
     names = planner.FEATURE_SET
     blocks = {"bias": planner.P_BIAS, "stock_left": planner.P_SLOPE, "safe": planner.P_SAFE,
@@ -313,3 +313,134 @@ def test_sim_train_writes_a_values_file_planner_plays(tmp_path):
     r = invoke("train", "-n", "30", "--rounds", "1", "--seed", "7", "--validation-n", "10", "--out", again, "-q")
     assert r.exit_code == 0, r.output
     assert again.read_bytes() == out.read_bytes()  # the same file bit for bit
+
+
+# --- the deeper search in the endgame -----------------------------------------------------------
+
+
+def reference_outcomes(drawn, rules, r):
+    """(cell, 'won' | 'lost' | 'on') of every legal cell for the drawn card `r`, by placing it on a copy."""
+    out = []
+    legal = K.legal_cells(drawn, rules)
+    for c in range(K.CELLS):
+        if legal >> c & 1:
+            tried = drawn.copy()
+            K.place(tried, rules, c, r)
+            end = K.end_of_turn(tried, rules)
+            out.append((c, {K.END_WIN: "won", K.END_TOO_MANY_FACE_DOWN: "lost"}.get(end, "on")))
+    return out
+
+
+def reference_expected(after, rules, params, follow=0, stop_at_win=False):
+    """The expectation over the next card of its best follow-up, trying every rank and cell on copies.
+
+    follow = 0: a follow-up is worth its score if it wins, the loss value if it loses, else V; with
+    stop_at_win a rank with a winning follow-up is worth that score.
+    follow > 0: a rank with a winning follow-up is worth that score; else the `follow` best ongoing
+    follow-ups by V (lowest cell among equals) within the margin of the first are valued by this function
+    with follow = 0 and stop_at_win from the position after them (the loss value if the stock is then
+    empty).
+    """
+    prefix = np.empty(K.RANKS + 1, np.int64)
+    lines = np.empty(planner.SCRATCH, np.int64)
+    ev = 0.0
+    for r in range(1, K.RANKS + 1):
+        count = int(after[K.STOCK + r])
+        if count == 0:
+            continue
+        drawn = after.copy()
+        K.draw(drawn, r)
+        stock_prefix(drawn, prefix)
+        outcomes = reference_outcomes(drawn, rules, r)
+        values = [float(drawn[K.STOCK_LEFT]) for _, o in outcomes if o == "won"]
+        values += [params[planner.P_LOSS] for _, o in outcomes if o == "lost"]
+        on = [(planner.leaf_value(drawn, rules, c, r, params, prefix, lines), c) for c, o in outcomes if o == "on"]
+        if follow == 0:
+            values += [v for v, _ in on]
+        else:
+            ranked = sorted(on, key=lambda vc: (-vc[0], vc[1]))[:follow]
+            for v, c in ranked:
+                if v < ranked[0][0] - params[planner.P_MARGIN]:
+                    break
+                tried = drawn.copy()
+                K.place(tried, rules, c, r)
+                values.append(params[planner.P_LOSS] if tried[K.STOCK_LEFT] == 0
+                              else reference_expected(tried, rules, params, stop_at_win=True))
+        best = max(values) if values else params[planner.P_LOSS]
+        if (stop_at_win or follow > 0) and any(o == "won" for _, o in outcomes):
+            best = float(drawn[K.STOCK_LEFT])
+        ev += count * best
+    return ev / int(after[K.STOCK_LEFT])
+
+
+def reference_choose(state, rules, card, params):
+    """planner's choice by its definition: one card's expectation for every cell, then in the endgame the
+    `roots` best within `margin` of the best compared by the expectation searched one card deeper."""
+    loss = params[planner.P_LOSS]
+    scored = []
+    for c, o in reference_outcomes(state, rules, card):
+        if o == "won":
+            return c
+        after = state.copy()
+        K.place(after, rules, c, card)
+        if o == "lost":
+            scored.append((loss - 1.0, c, None))
+        elif state[K.STOCK_LEFT] == 0:
+            scored.append((loss, c, None))
+        else:
+            scored.append((reference_expected(after, rules, params), c, after))
+    scored.sort(key=lambda s: (-s[0], s[1]))
+    best, choice = scored[0][0], scored[0][1]
+    to_open = rules[K.RULE_GRID] ** 2 - state[K.PILES]
+    endgame, roots, follow, margin = (params[planner.P_ENDGAME], int(params[planner.P_ROOTS]),
+                                      int(params[planner.P_FOLLOW]), params[planner.P_MARGIN])
+    if endgame < 0 or to_open > endgame or state[K.STOCK_LEFT] == 0 or len(scored) < 2 or roots < 2:
+        return choice
+    if scored[1][0] < best - margin:
+        return choice
+    deeper = [(reference_expected(after, rules, params, follow), c)
+              for v, c, after in scored[:roots] if v >= best - margin and after is not None]
+    return max(deeper, key=lambda vc: vc[0])[1] if deeper else choice  # the first of equals, as searched
+
+
+@pytest.mark.parametrize("args", [
+    {},
+    {"endgame": "1", "roots": "4", "follow": "1", "margin": "50"},
+    {"endgame": "2", "roots": "2", "follow": "3", "margin": "0.5"},
+    {"endgame": "-1"},
+], ids=["default", "wider", "narrower", "off"])
+def test_choices_match_the_definition_along_whole_games(args):
+    """Every choice of a few of planner's own games against the definition, tried rank by rank on copies."""
+    params = policies.build_params("planner", args)
+    rules_obj = sim.Rules()
+    rules = rules_obj.as_array()
+    deeper = 0
+    for game in range(5):
+        deck = sim.deal(14, game)
+        moves = sim.play(deck, "planner", rules_obj, seed=14, game=game, policy_args=args).moves
+        state = np.zeros(K.STATE_SIZE, np.int64)
+        K.reset(state)
+        rng = np.zeros(1, np.uint64)
+        for card, cell in zip(deck, moves):
+            K.draw(state, card)
+            to_open = 16 - state[K.PILES]
+            if to_open <= max(params[planner.P_ENDGAME], 1) + 1:  # the endgame and the turns before it
+                legal = K.legal_cells(state, rules)
+                assert planner.choose(state, rules, int(card), legal, rng, params) == cell
+                assert reference_choose(state, rules, int(card), params) == cell
+                deeper += to_open <= max(params[planner.P_ENDGAME], 0)
+            K.place(state, rules, cell, card)
+    assert deeper >= 5  # the endgame was reached
+
+
+@pytest.mark.parametrize("args,fragment", [
+    ({"endgame": "x"}, "endgame='x'"),
+    ({"endgame": "-2"}, "endgame='-2'"),
+    ({"roots": "0"}, "roots='0'"),
+    ({"follow": "0"}, "follow='0'"),
+    ({"margin": "-1"}, "margin='-1'"),
+    ({"margin": "nan"}, "margin='nan'"),
+])
+def test_bad_search_arguments_are_refused(args, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        policies.build_params("planner", args)

@@ -5,8 +5,9 @@ placement (its features, as `policies.planner` reads them) together with
 the deal's final outcome (the score of a win, the loss value for a loss),
 and fits planner's linear value by least squares (a small ridge keeps
 buckets seldom seen near zero). The first round plays lookahead; later
-rounds play planner with the previous round's values, so the values come to
-estimate planner's own outcomes (policy iteration, as Neller et al. learned
+rounds play planner with the previous round's values (one card's expectation,
+without its endgame search), so the values come to estimate planner's own
+outcomes (policy iteration, as Neller et al. learned
 Poker Squares values by simulation). With `explore`, some games play one
 random placement at a random turn and record only from there on: positions
 a good player seldom reaches still get values, with outcomes of its own
@@ -28,7 +29,8 @@ import policies.lookahead
 import policies.planner
 from policies.heuristic import DEFAULT_WEIGHTS, stock_prefix
 from policies.planner import (
-    FEATURE_SET, FORMAT, N_TERMS, N_WEIGHTS, ONGOING, SCRATCH, sparse_features, validate_values, weights_to_params,
+    FEATURE_SET, FORMAT, N_TERMS, N_WEIGHTS, ONGOING, SCRATCH, search_params, sparse_features, validate_values,
+    weights_to_params,
 )
 from sim import kernels as K
 from sim.engine.rules import Rules
@@ -37,6 +39,9 @@ from sim.stats import wilson
 
 STREAM_EXPLORE = np.uint64(7)
 """Stream id of the exploration draws (the deal and policy streams are 1 and 2)."""
+SELF_PLAY = {"endgame": "-1"}
+"""planner's search in self-play: one card's expectation everywhere, no deeper search in the endgame (the
+values estimate the outcomes of that play, and it is the faster); the validation plays planner's defaults."""
 BASE_LOOKAHEAD = 0
 BASE_PLANNER = 1
 
@@ -233,7 +238,7 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
             base, params, name = BASE_LOOKAHEAD, DEFAULT_WEIGHTS.astype(np.float64), "lookahead"
         else:
             base, name = BASE_PLANNER, "planner"
-            params = np.array(weights_to_params(weights, loss), np.float64)
+            params = np.array(weights_to_params(weights, loss) + search_params(SELF_PLAY), np.float64)
         self_play(seed, 0, n, base, params, rules_array, explore, np.uint64(r + 1), loss, bootstrap, xtx, xty, counts)
         weights = _round_weights(fit(xtx, xty, ridge))
         summary = {"round": r + 1, "policy": name, "games": int(counts[0]), "win_rate": counts[1] / counts[0],
@@ -244,7 +249,7 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
     params = validate_values({"format": FORMAT, "features": list(FEATURE_SET), "weights": weights.tolist(),
                               "loss": loss}, "trained")
     warm_up("planner")
-    cols = play_range(validation_seed, 0, validation_n, "planner", rules, params=np.array(params))
+    cols = play_range(validation_seed, 0, validation_n, "planner", rules, params=np.array(params + search_params()))
     wins = int(cols.won.sum())
     mean_score = float(np.where(cols.won, cols.score, 0).sum()) / validation_n
     return TrainResult(
