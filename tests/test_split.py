@@ -21,7 +21,7 @@ import sim
 import sim.solver.solver as solver_module
 from sim.jobs.pool import WAIT, run_tasks
 from sim.solver.solver import (
-    SPLIT_SUBTREES, RoundResults, Solver, SplitSolve, SubtreeResult, SubtreeTask, search_subtree, solve,
+    SPLIT_AFTER, SPLIT_SUBTREES, RoundResults, Solver, SplitSolve, SubtreeResult, SubtreeTask, search_subtree, solve,
 )
 from test_solver import brute_force, check_line
 
@@ -184,6 +184,21 @@ def test_a_time_limit_bounds_a_split_deal_s_wall_time(tmp_path, read_games):
     rows = read_games(s.path)
     assert rows["seconds"].max() < 2.0 + 2.0 and rows.row(7, named=True)["nodes"] > 20_000
     assert (rows["outcome"] == "won").all()
+
+
+def test_a_time_limit_turns_split_solves_off_unless_asked_for():
+    # Under a time limit a split deal holds every worker for its whole limit and proves no more.
+    from sim.jobs.solve import default_out
+
+    timed = sim.SolveConfig(n=8, seed=0, time_limit=2.0)
+    assert timed.options()["split_after"] == 0 and default_out(timed).name == "solve-seed0-n8-time_limit2"
+    counted = sim.SolveConfig(n=8, seed=0, node_limit=LIMIT)
+    assert counted.options()["split_after"] == SPLIT_AFTER and "split" not in default_out(counted).name
+    asked = sim.SolveConfig(n=8, seed=0, time_limit=2.0, split_after=SPLIT_AFTER)
+    assert asked.options()["split_after"] == SPLIT_AFTER
+    assert default_out(asked).name == f"solve-seed0-n8-time_limit2-split_after{SPLIT_AFTER}"
+    never = sim.SolveConfig(n=8, seed=0, node_limit=LIMIT, split_after=0)
+    assert default_out(never).name.endswith("-split_after0")
 
 
 def _same(x):

@@ -42,7 +42,7 @@ from sim.players.api import to_compile, warm_up
 from sim.players.oracle import warm_up_solver
 from sim.jobs.pool import WAIT
 from sim.solver.solver import (
-    OUTCOMES, SPLIT_AFTER, RoundResults, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
+    OUTCOMES, SPLIT_AFTER, RoundResults, default_split_after, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
 )
 from sim.stats import wilson
 
@@ -287,7 +287,7 @@ class SolveSummary:
         pct = lambda k: f"{k / d:.{digits}%}"  # noqa: E731
         limits = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in self.options.items()
                            if k not in ("first_win", "split_after") and v is not None) or "no limit"
-        if self.options.get("split_after", SPLIT_AFTER) != SPLIT_AFTER:
+        if self.options.get("split_after", SPLIT_AFTER) != default_split_after(self.options.get("time_limit")):
             limits += f"; split after {self.options['split_after'] or 'never'}"
         out = [
             f"deals        {self.deals:,}   ({'first win only' if self.options.get('first_win') else 'best score'}"
@@ -387,14 +387,20 @@ class SolveConfig:
     """Digest of the deal file (filled in when the run starts, checked on resume)."""
     record_deals: bool = False
     """Store each deal's deck in a `deck` column."""
-    split_after: int = SPLIT_AFTER
+    split_after: int | None = None
     """Serial search nodes after which a deal still unsettled is split into subtrees that idle workers
-    share (the schedule is counted in nodes, so its rows do not depend on who helps); 0 never splits."""
+    share (the schedule is counted in nodes, so its rows do not depend on who helps); 0 never splits;
+    None: `default_split_after` (SPLIT_AFTER without a time limit, never with one)."""
+
+    def split_threshold(self) -> int:
+        """`split_after`, with None resolved to the default for this run's time limit."""
+        return default_split_after(self.time_limit) if self.split_after is None else self.split_after
 
     def options(self) -> dict:
         """The solver options, as the manifest's "solve" records them."""
         return {"first_win": bool(self.first_win), "node_limit": self.node_limit, "time_limit": self.time_limit,
-                "split_after": int(self.split_after)}
+                "split_after": int(self.split_threshold())}
+
 
 
 def _warm(config: SolveConfig, from_file: bool) -> None:
@@ -440,8 +446,8 @@ def default_out(config: SolveConfig) -> Path:
         name += f"-node_limit{int(config.node_limit)}"
     if config.time_limit is not None:
         name += f"-time_limit{float(config.time_limit):g}"
-    if config.split_after != SPLIT_AFTER:
-        name += f"-split_after{int(config.split_after)}"
+    if config.split_threshold() != default_split_after(config.time_limit):
+        name += f"-split_after{int(config.split_threshold())}"
     return Path("results") / (name + runner.rules_suffix(config.rules))
 
 
@@ -470,7 +476,7 @@ def solve_run(config: SolveConfig, *, out: str | Path | None = None, force: bool
         raise TypeError(f"solve_run() takes a SolveConfig, not {type(config).__name__}")
     if config.node_limit is not None and (isinstance(config.node_limit, bool) or int(config.node_limit) < 1):
         raise UsageError(f"node_limit must be a positive whole number, not {config.node_limit!r}", "node_limit")
-    k = config.split_after
+    k = config.split_threshold()
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise UsageError(f"split_after must be a whole number of nodes (0: never split), not {k!r}", "split_after")
     t = config.time_limit
