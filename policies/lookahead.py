@@ -376,45 +376,34 @@ def _cell_setup(after, rules, weights, table, cell, line_ups, line_fd_ups, statu
             col_f0, col_f1)
 
 
-@njit(cache=True)
-def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_val, base, turned,
-                     turn_sum, line_min, turn_sum_max, turned_max, fire_max, slack, status, cell_value, floor,
-                     near):
-    """best[r] = the best leaf over the follow-up cells once rank r is drawn, to within `_margin`.
+SETUP = 13
+"""A follow-up cell's row of `_cell_bounds`' setups: the cell, then `_cell_setup`'s ranges and flip indices."""
+BOUND = 4
+"""values[i, BOUND]: the follow-up's upper bound over every rank (values[i, p] for p < 4: its cell values)."""
 
-    Each leaf is a few lookups in `_prepare`'s tables: the lines away from
-    the follow-up's row and column keep their values (base[r] minus those
-    two), and a firing check adds its line's turn_sum (less the follow-up's
-    own pile, which is covered, not turned). A cell is skipped when an
-    upper bound over every rank (each term at its largest over the ranks),
-    plus `slack`, is below every rank's best so far; new piles, usually the
-    best, go first. With floor[0] set, near[r] also gets the mask of the
-    cells whose leaf reaches floor[r], and floor stands for the best so far.
+
+@njit(cache=True)
+def _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line_min, turn_sum_max, turned_max,
+                 fire_max, status, cell_value, setups, values, order):
+    """The legal follow-up cells' setups and upper bounds, for `_rank_loops`; returns how many.
+
+    setups[i]: the cell and `_cell_setup`'s ranges and flip indices;
+    values[i, p]: its cell value under the fired pattern p, a lost or won
+    pattern's far beyond LOSS or WIN (so that `_leaf` maps it to LEAF_LOSS
+    or LEAF_WIN); values[i, BOUND]: an upper bound on its leaf over every
+    rank (each term at its largest over the ranks). order[:n] lists the
+    rows by descending bound, so that the best follow-ups come first and
+    the rest can be cut off at once.
     """
-    # Uncounted views (see sim.kernels.borrowed): the caller keeps every array alive.
-    after, rules, weights, table, best = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table), borrowed(best)
-    line_ups, line_fd_ups, line_val, base = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_val), borrowed(base)
-    turned, turn_sum, status, cell_value = borrowed(turned), borrowed(turn_sum), borrowed(status), borrowed(cell_value)
+    after, rules, weights, table = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table)
+    line_ups, line_fd_ups, base = borrowed(line_ups), borrowed(line_fd_ups), borrowed(base)
     line_min, turn_sum_max, turned_max = borrowed(line_min), borrowed(turn_sum_max), borrowed(turned_max)
-    fire_max, floor, near = borrowed(fire_max), borrowed(floor), borrowed(near)
-    record = floor[0] != 0.0
-    # lowest: the smallest best[r] (floor[r] with floor[0] set) over the ranks in the stock.
-    lowest = np.inf
-    for r in range(1, RANKS + 1):
-        best[r] = LEAF_LOSS
-        near[r] = 0
-        if after[STOCK + r]:
-            lowest = min(lowest, floor[r] if record else LEAF_LOSS)
+    fire_max, status, cell_value = borrowed(fire_max), borrowed(status), borrowed(cell_value)
+    setups, values, order = borrowed(setups), borrowed(values), borrowed(order)
     occ = after[OCCUPIED]
-    legal = legal_cells(after, rules)
-    opening = legal & ~occ
-    m = opening
-    while m or legal:
-        if m == 0:
-            m = legal & occ
-            legal = 0
-            if m == 0:
-                break
+    n = 0
+    m = legal_cells(after, rules)
+    while m:
         cell = trailing_zeros(m)
         m &= m - 1
         row = ROW_OF[cell]
@@ -424,29 +413,105 @@ def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, 
         row_stays = table[0, row_f0, row_lo0, row_hi0]
         col_stays = table[0, col_f0, col_lo0, col_hi0]
         own = np.float64((occ >> cell) & 1)  # an occupied follow-up cell is covered, not turned
-        # Skip the cell when a bound over every rank is below the lowest rank's best so far.
         cell_most = -np.inf
         for p in range(4):
             if status[p] == 2:
                 cell_most = np.inf
-            elif status[p] == 0:
+                values[n, p] = 4 * WIN
+            elif status[p] == 1:
+                values[n, p] = 4 * LOSS
+            else:
                 cell_most = max(cell_most, cell_value[p])
-        bound = (cell_most + (base[0] - line_min[row] - line_min[col])
-                 + max(row_stays, fire_max[row_f1, row_lo1, row_hi1] + turn_sum_max[row]
-                       + own * turned_max[2 * cell + 1])
-                 + max(col_stays, fire_max[col_f1, col_lo1, col_hi1] + turn_sum_max[col]
-                       + own * turned_max[2 * cell]))
-        if bound + slack < lowest:
-            continue
-        # Branch-free over the ranks (which checks fire depends on r): a lost or won pattern's
-        # cell value is far beyond LOSS or WIN, so that `_leaf` maps it to LEAF_LOSS or LEAF_WIN.
-        for p in range(4):
-            if status[p] == 1:
-                cell_value[p] = 4 * LOSS
-            elif status[p] == 2:
-                cell_value[p] = 4 * WIN
+                values[n, p] = cell_value[p]
+        values[n, BOUND] = (cell_most + (base[0] - line_min[row] - line_min[col])
+                            + max(row_stays, fire_max[row_f1, row_lo1, row_hi1] + turn_sum_max[row]
+                                  + own * turned_max[2 * cell + 1])
+                            + max(col_stays, fire_max[col_f1, col_lo1, col_hi1] + turn_sum_max[col]
+                                  + own * turned_max[2 * cell]))
+        setups[n, 0] = cell
+        setups[n, 1] = row_lo0
+        setups[n, 2] = row_hi0
+        setups[n, 3] = row_lo1
+        setups[n, 4] = row_hi1
+        setups[n, 5] = row_f0
+        setups[n, 6] = row_f1
+        setups[n, 7] = col_lo0
+        setups[n, 8] = col_hi0
+        setups[n, 9] = col_lo1
+        setups[n, 10] = col_hi1
+        setups[n, 11] = col_f0
+        setups[n, 12] = col_f1
+        j = n
+        while j > 0 and values[order[j - 1], BOUND] < values[n, BOUND]:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = n
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, order, n, slack, floor, near,
+                cutoff):
+    """best[r] = the best leaf over the follow-up cells once rank r is drawn, to within `_margin`.
+
+    Each leaf is a few lookups in `_prepare`'s tables: the lines away from
+    the follow-up's row and column keep their values (base[r] minus those
+    two), and a firing check adds its line's turn_sum (less the follow-up's
+    own pile, which is covered, not turned). The cells go by descending
+    bound (`_cell_bounds`); once a cell's bound plus `slack` is below every
+    rank's best so far, so are the rest's. With floor[0] set, near[r] also
+    gets the mask of the cells whose leaf reaches floor[r], and floor stands
+    for the best so far. Returns False, leaving best unfinished, as soon as
+    the expectation (each rank's best so far, or the next cell's bound if
+    larger) is sure to stay below `cutoff`.
+    """
+    # Uncounted views (see sim.kernels.borrowed): the caller keeps every array alive.
+    after, table, best, line_val, base = borrowed(after), borrowed(table), borrowed(best), borrowed(line_val), borrowed(base)
+    turned, turn_sum, setups, values = borrowed(turned), borrowed(turn_sum), borrowed(setups), borrowed(values)
+    order, floor, near = borrowed(order), borrowed(floor), borrowed(near)
+    record = floor[0] != 0.0
+    total = after[STOCK_LEFT]
+    # lowest: the smallest best[r] (floor[r] with floor[0] set) over the ranks in the stock.
+    lowest = np.inf
+    for r in range(1, RANKS + 1):
+        best[r] = LEAF_LOSS
+        near[r] = 0
+        if after[STOCK + r]:
+            lowest = min(lowest, floor[r] if record else LEAF_LOSS)
+    occ = after[OCCUPIED]
+    for i in range(n):
+        row_index = order[i]
+        bound = values[row_index, BOUND] + slack
+        if bound < lowest:
+            break
+        if cutoff > -np.inf:
+            most = 0.0
+            for r in range(1, RANKS + 1):
+                most += after[STOCK + r] * max(best[r], min(bound, LEAF_WIN))
+            if most < cutoff * total:
+                return False
+        cell = setups[row_index, 0]
+        row_lo0 = setups[row_index, 1]
+        row_hi0 = setups[row_index, 2]
+        row_lo1 = setups[row_index, 3]
+        row_hi1 = setups[row_index, 4]
+        row_f0 = setups[row_index, 5]
+        row_f1 = setups[row_index, 6]
+        col_lo0 = setups[row_index, 7]
+        col_hi0 = setups[row_index, 8]
+        col_lo1 = setups[row_index, 9]
+        col_hi1 = setups[row_index, 10]
+        col_f0 = setups[row_index, 11]
+        col_f1 = setups[row_index, 12]
+        row = ROW_OF[cell]
+        col = SIDE + COL_OF[cell]
+        row_stays = table[0, row_f0, row_lo0, row_hi0]
+        col_stays = table[0, col_f0, col_lo0, col_hi0]
+        own = np.float64((occ >> cell) & 1)  # an occupied follow-up cell is covered, not turned
         bit = np.int64(1) << cell
         lowest_after = np.inf
+        # Branch-free over the ranks (which checks fire depends on r).
         for r in range(1, RANKS + 1):
             row_fires = (r < row_lo0) | (r > row_hi0)
             col_fires = (r < col_lo0) | (r > col_hi0)
@@ -454,7 +519,7 @@ def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, 
                          - own * turned[2 * cell + 1, r])
             col_turns = (table[0, col_f1, min(col_lo1, r), max(col_hi1, r)] + turn_sum[col, r]
                          - own * turned[2 * cell, r])
-            v = (cell_value[np.int64(row_fires) | (np.int64(col_fires) << 1)]
+            v = (values[row_index, np.int64(row_fires) | (np.int64(col_fires) << 1)]
                  + (base[r] - line_val[row, r] - line_val[col, r])
                  + (row_turns if row_fires else row_stays) + (col_turns if col_fires else col_stays))
             v = _leaf(v)
@@ -467,27 +532,32 @@ def _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, 
     for r in range(1, RANKS + 1):
         if after[STOCK + r] == 0:
             best[r] = LEAF_LOSS
+    return True
 
 
 @njit(cache=True)
 def _scratch():
-    """The per-position arrays `_prepare` fills and `_best_follow_ups` reads, allocated once per turn."""
+    """The per-position arrays `_prepare` and `_cell_bounds` fill and `_rank_loops` reads, allocated once per turn."""
     # turned and turned_max are read (times 0) for empty cells too: zeros, so that they are never NaN.
     return (np.empty(LINES, np.int64), np.empty(LINES, np.int64), np.empty((LINES, RANKS + 1), np.float64),
             np.empty(RANKS + 1, np.float64), np.zeros((2 * CELLS, RANKS + 1), np.float64),
             np.empty((LINES, RANKS + 1), np.float64), np.empty(LINES, np.float64), np.empty(LINES, np.float64),
-            np.zeros(2 * CELLS, np.float64))
+            np.zeros(2 * CELLS, np.float64), np.empty((CELLS, SETUP), np.int64), np.empty((CELLS, BOUND + 1), np.float64),
+            np.empty(CELLS, np.int64))
 
 
 @njit(cache=True)
-def _follow_ups(after, rules, weights, table, fire_max, slack, best, scratch, status, cell_value, floor, near):
-    """`_prepare` then `_best_follow_ups` for the position `after`, in the arrays of `_scratch`."""
-    line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max, turned_max = scratch
+def _follow_ups(after, rules, weights, table, fire_max, slack, best, scratch, status, cell_value, floor, near,
+                cutoff):
+    """`_prepare`, `_cell_bounds` then `_rank_loops` for the position `after`, in the arrays of `_scratch`."""
+    (line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max, turned_max, setups, values,
+     order) = scratch
     _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max,
              turned_max)
-    _best_follow_ups(after, rules, weights, table, best, line_ups, line_fd_ups, line_val, base, turned,
-                     turn_sum, line_min, turn_sum_max, turned_max, fire_max, slack, status, cell_value, floor,
-                     near)
+    n = _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line_min, turn_sum_max, turned_max,
+                     fire_max, status, cell_value, setups, values, order)
+    return _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, order, n, slack, floor,
+                       near, cutoff)
 
 
 @njit(cache=True)
@@ -505,7 +575,7 @@ def rank_bests(after, rules, weights):
     best = np.empty(RANKS + 1, np.float64)
     scratch = _scratch()
     _follow_ups(after, rules, weights, table, fire_max, _margin(weights), best, scratch, np.empty(4, np.int64),
-                np.empty(4, np.float64), np.zeros(RANKS + 1), np.zeros(RANKS + 1, np.int64))
+                np.empty(4, np.float64), np.zeros(RANKS + 1), np.zeros(RANKS + 1, np.int64), -np.inf)
     return best
 
 
@@ -605,7 +675,10 @@ def choose(state, rules, card, legal, rng, params):
             continue
         after[:] = state
         place(after, rules, roots[i], card)
-        _follow_ups(after, rules, params, table, fire_max, margin, best, scratch, status, cell_value, no_floor, near)
+        # A cell sure to end more than 2 margins below the best so far cannot be played: cut it off.
+        if not _follow_ups(after, rules, params, table, fire_max, margin, best, scratch, status, cell_value,
+                           no_floor, near, top - 3 * margin):
+            continue
         ev = 0.0
         for r in range(1, RANKS + 1):
             ev += after[STOCK + r] * best[r]
@@ -634,7 +707,8 @@ def choose(state, rules, card, legal, rng, params):
             floor[0] = 1.0
             for r in range(1, RANKS + 1):
                 floor[r] = bests[i, r] - 2 * margin
-            _follow_ups(after, rules, params, table, fire_max, margin, best, scratch, status, cell_value, floor, near)
+            _follow_ups(after, rules, params, table, fire_max, margin, best, scratch, status, cell_value, floor, near,
+                        -np.inf)
             v = _exact_expectation(after, rules, params, exact_prefix, near)
             if v > best_value:
                 best_value = v
