@@ -579,6 +579,218 @@ def rank_bests(after, rules, weights):
     return best
 
 
+# --- the root cells share the turn's tables ----------------------------------------------------
+#
+# A root cell's placement changes only the lines through the cells it changes (its own and the
+# ones its checks turn); every other line's value, and what turning a pile does to such a line,
+# are the turn's. So `_prepare` runs once on the turn's position (`_turn_tables`), and each root
+# recomputes only its changed lines, the slots of the piles on them and the sums those slots
+# feed (`_root_tables`), then puts the turn's entries back (`_restore`).
+
+
+@njit(cache=True)
+def _turn_tables(state, table, shared, scratch):
+    """`_prepare` for the turn's position `state` into `shared`, copied into `scratch` for `_root_tables`.
+
+    Every line is set (0 when empty), not only those within one of the box,
+    as a root cell's placement may widen the box.
+    """
+    line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max, turned_max = shared[:9]
+    for k in range(LINES):
+        for r in range(RANKS + 1):
+            line_val[k, r] = 0.0
+            turn_sum[k, r] = 0.0
+    _prepare(state, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max,
+             turned_max)
+    w_ups, w_fd_ups, w_val, w_base, w_turned, w_turn_sum, w_min, w_turn_sum_max, w_turned_max = scratch[:9]
+    w_val[:, :] = line_val
+    w_base[:] = base
+    w_turned[:, :] = turned
+    w_turn_sum[:, :] = turn_sum
+    w_min[:] = line_min
+    w_turn_sum_max[:] = turn_sum_max
+    w_turned_max[:] = turned_max
+
+
+@njit(cache=True, inline="always")
+def _line_mask(k):
+    return ROW_MASK[k] if k < SIDE else COL_MASK[k - SIDE]
+
+
+@njit(cache=True)
+def _root_tables(state, after, cell, table, shared, scratch):
+    """`_prepare`'s tables for `after` (`state` with a card placed on `cell`) in `scratch`, from `shared`.
+
+    Recomputes the changed lines (those through `cell` or a cell its checks
+    turned), the slots of their piles, and the turn sums and bases those
+    feed; the rest of scratch holds the turn's entries, which are the
+    root's too. Returns (changed lines, lines whose turn sums changed) as
+    line masks, for `_restore`.
+    """
+    s_turned = shared[4]
+    line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max, turned_max = scratch[:9]
+    after, state, table = borrowed(after), borrowed(state), borrowed(table)
+    s_turned = borrowed(s_turned)
+    line_ups, line_fd_ups, line_val, base = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_val), borrowed(base)
+    turned, turn_sum = borrowed(turned), borrowed(turn_sum)
+    line_min, turn_sum_max, turned_max = borrowed(line_min), borrowed(turn_sum_max), borrowed(turned_max)
+    occ = after[OCCUPIED]
+    fd = after[FACE_DOWN]
+    was_occ = state[OCCUPIED]
+    bit = np.int64(1) << cell
+    changed_cells = ((state[FACE_DOWN] ^ fd) & ~bit) | bit
+    lines = np.int64(0)
+    m = changed_cells
+    while m:
+        x = trailing_zeros(m)
+        m &= m - 1
+        lines |= (np.int64(1) << ROW_OF[x]) | (np.int64(1) << (SIDE + COL_OF[x]))
+    for k in range(SIDE):
+        line_ups[k] = after[ROW_UPS + k]
+        line_ups[SIDE + k] = after[COL_UPS + k]
+        line_fd_ups[k] = 0
+        line_fd_ups[SIDE + k] = 0
+    m = fd & occ
+    while m:
+        x = trailing_zeros(m)
+        m &= m - 1
+        n = nibble(after[TOP + x])
+        line_fd_ups[ROW_OF[x]] += n
+        line_fd_ups[SIDE + COL_OF[x]] += n
+    # The changed lines' values, and the bases they change.
+    m = lines
+    while m:
+        k = trailing_zeros(m)
+        m &= m - 1
+        mask = _line_mask(k)
+        v_in, v_out, lo, hi = _values(table, line_ups[k], occ & mask, fd & mask)
+        for r in range(1, RANKS + 1):
+            v = _select(lo, hi, v_in, v_out, r)
+            base[r] += v - line_val[k, r]
+            line_val[k, r] = v
+        line_min[k] = min(v_in, v_out) if lo <= hi else v_out
+    # The slots on the changed lines, and the turn sums of the lines crossing them there.
+    sums = np.int64(0)
+    m = lines
+    while m:
+        k = trailing_zeros(m)
+        m &= m - 1
+        j = 0 if k < SIDE else 1
+        mask = _line_mask(k)
+        cells = occ & mask
+        while cells:
+            x = trailing_zeros(cells)
+            cells &= cells - 1
+            xbit = np.int64(1) << x
+            n = nibble(after[TOP + x])
+            delta = n if fd & xbit else -n
+            other = SIDE + COL_OF[x] if j == 0 else ROW_OF[x]
+            v_in, v_out, lo, hi = _values(table, line_ups[k] + delta, occ & mask, (fd ^ xbit) & mask)
+            s = 2 * x + j
+            known = (was_occ >> x) & 1  # a new pile had no slot: it adds its whole value
+            most = -np.inf
+            for r in range(1, RANKS + 1):
+                d = _select(lo, hi, v_in, v_out, r) - line_val[k, r]
+                turn_sum[other, r] += d - (s_turned[s, r] if known else 0.0)
+                turned[s, r] = d
+                most = max(most, -d)
+            turned_max[s] = most
+            sums |= np.int64(1) << other
+    base[0] = -np.inf
+    for r in range(1, RANKS + 1):
+        base[0] = max(base[0], base[r])
+    m = sums
+    while m:
+        k = trailing_zeros(m)
+        m &= m - 1
+        most = turn_sum[k, 1]
+        for r in range(2, RANKS + 1):
+            most = max(most, turn_sum[k, r])
+        turn_sum_max[k] = most
+    return lines, sums
+
+
+@njit(cache=True)
+def _restore(after, shared, scratch, lines, sums):
+    """Put the turn's entries back into scratch where `_root_tables` changed them."""
+    s_val, s_base, s_turned, s_turn_sum, s_min, s_turn_sum_max, s_turned_max = shared[2:9]
+    line_val, base, turned, turn_sum, line_min, turn_sum_max, turned_max = scratch[2:9]
+    occ = after[OCCUPIED]
+    for r in range(RANKS + 1):
+        base[r] = s_base[r]
+    m = lines
+    while m:
+        k = trailing_zeros(m)
+        m &= m - 1
+        for r in range(RANKS + 1):
+            line_val[k, r] = s_val[k, r]
+        line_min[k] = s_min[k]
+        j = 0 if k < SIDE else 1
+        cells = occ & _line_mask(k)
+        while cells:
+            x = trailing_zeros(cells)
+            cells &= cells - 1
+            s = 2 * x + j
+            for r in range(RANKS + 1):
+                turned[s, r] = s_turned[s, r]
+            turned_max[s] = s_turned_max[s]
+    m = sums
+    while m:
+        k = trailing_zeros(m)
+        m &= m - 1
+        for r in range(RANKS + 1):
+            turn_sum[k, r] = s_turn_sum[k, r]
+        turn_sum_max[k] = s_turn_sum_max[k]
+
+
+@njit(cache=True)
+def _root_follow_ups(state, after, cell, rules, weights, table, fire_max, slack, best, shared, scratch, status,
+                     cell_value, floor, near, cutoff):
+    """`_follow_ups` for `after`, the turn's position `state` with a card placed on `cell`, from the turn's tables."""
+    lines, sums = _root_tables(state, after, cell, table, shared, scratch)
+    (line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max, turned_max, setups, values,
+     order) = scratch
+    n = _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line_min, turn_sum_max, turned_max,
+                     fire_max, status, cell_value, setups, values, order)
+    done = _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, order, n, slack, floor,
+                       near, cutoff)
+    _restore(after, shared, scratch, lines, sums)
+    return done
+
+
+@njit(cache=True)
+def root_rank_bests(state, rules, card, weights):
+    """rank_bests for every legal cell of `state` (`card` drawn), by the shared turn tables, cell after cell.
+
+    Row `cell` holds that cell's bests (rows of illegal cells are left at
+    LEAF_LOSS), for tests: each root's tables come from the turn's, and are
+    put back before the next root.
+    """
+    prefix = np.empty(RANKS + 1, np.int64)
+    stock_prefix(state, prefix)
+    table = np.zeros((2, FLIPS, NONE_LO + 1, RANKS + 1), np.float64)
+    _line_tables(prefix, weights, table)
+    fire_max = np.zeros((FLIPS, NONE_LO + 1, RANKS + 1), np.float64)
+    _fire_tables(table, fire_max)
+    shared = _scratch()
+    scratch = _scratch()
+    _turn_tables(state, table, shared, scratch)
+    bests = np.full((CELLS, RANKS + 1), LEAF_LOSS)
+    after = np.empty(STATE_SIZE, np.int64)
+    best = np.empty(RANKS + 1, np.float64)
+    m = legal_cells(state, rules)
+    while m:
+        cell = trailing_zeros(m)
+        m &= m - 1
+        after[:] = state
+        place(after, rules, cell, card)
+        _root_follow_ups(state, after, cell, rules, weights, table, fire_max, _margin(weights), best, shared,
+                         scratch, np.empty(4, np.int64), np.empty(4, np.float64), np.zeros(RANKS + 1),
+                         np.zeros(RANKS + 1, np.int64), -np.inf)
+        bests[cell, :] = best
+    return bests
+
+
 def margin(weights) -> float:
     """How close `rank_bests` stays to the exact values (with room to spare) for these weights."""
     return float(_margin(np.asarray(weights, dtype=np.float64)))
@@ -661,6 +873,10 @@ def choose(state, rules, card, legal, rng, params):
     _fire_tables(table, fire_max)
     best = np.empty(RANKS + 1, np.float64)
     scratch = _scratch()
+    shared = _scratch()
+    shared_tables = state[OCCUPIED] != 0
+    if shared_tables:
+        _turn_tables(state, table, shared, scratch)
     status = np.empty(4, np.int64)
     cell_value = np.empty(4, np.float64)
     no_floor = np.zeros(RANKS + 1, np.float64)
@@ -676,8 +892,13 @@ def choose(state, rules, card, legal, rng, params):
         after[:] = state
         place(after, rules, roots[i], card)
         # A cell sure to end more than 2 margins below the best so far cannot be played: cut it off.
-        if not _follow_ups(after, rules, params, table, fire_max, margin, best, scratch, status, cell_value,
-                           no_floor, near, top - 3 * margin):
+        if shared_tables:
+            done = _root_follow_ups(state, after, roots[i], rules, params, table, fire_max, margin, best, shared,
+                                    scratch, status, cell_value, no_floor, near, top - 3 * margin)
+        else:
+            done = _follow_ups(after, rules, params, table, fire_max, margin, best, scratch, status, cell_value,
+                               no_floor, near, top - 3 * margin)
+        if not done:
             continue
         ev = 0.0
         for r in range(1, RANKS + 1):
