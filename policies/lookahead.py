@@ -579,6 +579,21 @@ def rank_bests(after, rules, weights):
     return best
 
 
+@njit(cache=True)
+def cuts_off(after, rules, weights, cutoff):
+    """Whether the fast path gives `after` up as sure to expect less than `cutoff` (for tests)."""
+    prefix = np.empty(RANKS + 1, np.int64)
+    stock_prefix(after, prefix)
+    table = np.zeros((2, FLIPS, NONE_LO + 1, RANKS + 1), np.float64)
+    _line_tables(prefix, weights, table)
+    fire_max = np.zeros((FLIPS, NONE_LO + 1, RANKS + 1), np.float64)
+    _fire_tables(table, fire_max)
+    best = np.empty(RANKS + 1, np.float64)
+    return not _follow_ups(after, rules, weights, table, fire_max, _margin(weights), best, _scratch(),
+                           np.empty(4, np.int64), np.empty(4, np.float64), np.zeros(RANKS + 1),
+                           np.zeros(RANKS + 1, np.int64), cutoff)
+
+
 def margin(weights) -> float:
     """How close `rank_bests` stays to the exact values (with room to spare) for these weights."""
     return float(_margin(np.asarray(weights, dtype=np.float64)))

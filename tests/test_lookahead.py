@@ -115,3 +115,29 @@ def test_bounds_never_drop_a_ranks_best(seed, turns, setting, weights, data):
     exact = _exact_rank_bests(after, rules, weights)
     ranks = [r for r in range(1, K.RANKS + 1) if after[K.STOCK + r]]
     assert np.all(np.abs(fast[ranks] - exact[ranks]) <= lookahead.margin(weights))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), turns=st.integers(1, 30), setting=st.sampled_from(SETTINGS),
+       weights=st.one_of(st.just(list(DEFAULT_WEIGHTS)), st.lists(weight, min_size=7, max_size=7)),
+       shift=st.floats(-5, 5, allow_nan=False), data=st.data())
+def test_a_cut_off_cell_expects_less_than_the_cutoff(seed, turns, setting, weights, shift, data):
+    """A root cell is cut off only when its exact expectation is below the cutoff (to within the margin).
+
+    `choose` cuts off a cell whose expectation is sure to stay below the best
+    so far; an upper bound that fell short would drop a cell that can be best.
+    """
+    rules = sim.Rules.from_strings(setting).as_array()
+    weights = np.array(weights, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    deck = np.array(sim.deal(seed, 0), dtype=np.int64)
+    state = random_position(deck, turns, rules, rng)
+    assume(state is not None and state[K.STOCK_LEFT] > 0)
+    legal = K.legal_cells(state, rules)
+    cell = data.draw(st.sampled_from([c for c in range(K.CELLS) if legal >> c & 1]))
+    after = state.copy()
+    K.place(after, rules, cell, int(deck[turns]))
+    exact = lookahead.expected_value(after.copy(), rules, weights, np.empty(K.RANKS + 1, np.int64))
+    cutoff = exact + shift
+    if lookahead.cuts_off(after, rules, weights, cutoff):
+        assert exact < cutoff + lookahead.margin(weights)
