@@ -1,13 +1,16 @@
 """lookahead against its leaf-by-leaf definition: the same moves on every deal, and the speed of each.
 
-    python benchmarks/lookahead_exact.py [-n DEALS] [--speed GAMES] [--seed SEED] [--old FILE.py]
+    python benchmarks/lookahead_exact.py [-n DEALS] [--speed GAMES] [--rounds R] [--seed SEED] [--old FILE.py]
 
 For each rule setting (the defaults, adjacency=king, max_face_down=3,
 grid=3) it plays the first DEALS deals of SEED with `lookahead` and with
 `policies.lookahead:choose_exhaustive` (run as a compiled plugin with the
 same weights) and counts the deals whose moves differ (expected: 0). Then
 it times both on the same GAMES deals of seed 1 under the default rules,
-alternating, in one process on one core, and prints games/s and the ratio.
+alternating R rounds, in one process on one core, and prints games/s and
+the ratio of their CPU times (the process's own, so that other processes
+on a shared machine disturb it less; games/s from the median round, the
+ratio as the median of the rounds' ratios).
 With --old, an earlier lookahead, run as the plugin FILE.py:choose with the
 same weights, joins the alternation, and its ratio to lookahead is printed
 too. Take it without numba's disk cache (a file plugin's cached code does
@@ -18,6 +21,7 @@ not load in a later process):
 
 import argparse
 import os
+import statistics
 import time
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
@@ -30,6 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=2000, help="deals per rule setting (default 2000)")
     parser.add_argument("--speed", type=int, default=200, help="games per speed measurement (default 200)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of the speed measurement (default 3)")
     parser.add_argument("--seed", type=int, default=2026, help="seed of the compared deals (default 2026)")
     parser.add_argument("--old", help="an earlier policies/lookahead.py to time against (its choose)")
     args = parser.parse_args()
@@ -57,17 +62,19 @@ def main() -> None:
     runs.append(("lookahead", "lookahead", None))
     for _, policy, policy_args in runs:
         sim.play_range(1, 0, 1, policy, policy_args=policy_args)
-    seconds = dict.fromkeys([name for name, _, _ in runs], 0.0)
-    for _ in range(3):
+    seconds = {name: [] for name, _, _ in runs}
+    for _ in range(args.rounds):
         for name, policy, policy_args in runs:
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             sim.play_range(1, 0, args.speed, policy, policy_args=policy_args)
-            seconds[name] += time.perf_counter() - t0
+            seconds[name].append(time.process_time() - t0)
     for name, s in seconds.items():
-        print(f"{name:>17}: {3 * args.speed / s:10,.1f} games/s (3 x {args.speed} games of seed 1, alternating)")
+        print(f"{name:>17}: {args.speed / statistics.median(s):10,.1f} games/s "
+              f"(median of {args.rounds} x {args.speed} games of seed 1, alternating, CPU time)")
     for name in seconds:
         if name != "lookahead":
-            print(f"{name:>17}: {seconds[name] / seconds['lookahead']:.2f} x lookahead's time")
+            ratio = statistics.median(a / b for a, b in zip(seconds[name], seconds["lookahead"]))
+            print(f"{name:>17}: {ratio:.2f} x lookahead's time (median of the rounds)")
 
 
 if __name__ == "__main__":

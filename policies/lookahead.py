@@ -14,9 +14,12 @@ choices, several times faster: the evaluation is a sum over cells and
 lines, and a follow-up placement changes only its own row and column and
 the lines crossing the cells it turns, so with per-position tables of each
 line's value and of what turning each pile adds, for every rank
-(`_prepare`), each leaf is a handful of lookups (`rank_bests`), and a
-follow-up cell whose upper bound over every rank (each term at its largest)
-is below every rank's best so far is skipped. Those sums
+(`_prepare`), each leaf is a handful of lookups (`rank_bests`), and the
+follow-up cells go by descending upper bound over every rank (each term at
+its largest), stopping at the first that is below every rank's best so far.
+A root cell is cut off as soon as its expectation, with each rank's best so
+far or the next follow-up's bound if larger, is sure to stay more than 2
+margins below the best root's so far (`cuts_off`). Those sums
 round differently from `evaluate`, by far less than `_margin`; when several
 cells come within the margin of the best expectation, their exact
 expectations (the same operations in the same order as `expected_value`,
