@@ -67,7 +67,7 @@ from sim.kernels import (
     BAND_COLS, BAND_ROWS, CELLS, COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL,
     MIN_ROW, OCCUPIED, OPEN, PILES, RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN,
     RULE_MAX_PILE, SIDE, STATE_SIZE, STOCK, STOCK_LEFT, TOP, draw, legal_cells, neighbours, place, placement_flips,
-    popcount, trailing_zeros,
+    borrowed, popcount, trailing_zeros,
 )
 
 FORMAT = "foursquare-planner-values-v2"
@@ -486,6 +486,9 @@ def expected_value(after, rules, params, prefix, lines, stop_at_win=False):
     With `stop_at_win` a follow-up that wins ends its rank's search at its
     score (the deeper search's second card: fewer cells to try).
     """
+    # Uncounted views (see sim.kernels.borrowed): leaf_value runs for every cell of every rank.
+    after, rules, params = borrowed(after), borrowed(rules), borrowed(params)
+    prefix, lines = borrowed(prefix), borrowed(lines)
     total = after[STOCK_LEFT]
     ev = 0.0
     legal = legal_cells(after, rules)  # the same for every rank
@@ -527,6 +530,9 @@ def follow_up_value(after, rules, params, prefix, lines, after2, prefix2, follow
     the best counts. `prefix`, `prefix2` and `lines` are scratch; `after`
     is left as it came.
     """
+    after, rules, params = borrowed(after), borrowed(rules), borrowed(params)
+    prefix, lines = borrowed(prefix), borrowed(lines)
+    after2, prefix2 = borrowed(after2), borrowed(prefix2)
     total = after[STOCK_LEFT]
     ev = 0.0
     top_v = np.empty(max(follow, 1))
@@ -588,6 +594,7 @@ def follow_up_value(after, rules, params, prefix, lines, after2, prefix2, follow
 @njit(cache=True)
 def choose(state, rules, card, legal, rng, params):
     """`params`: see the module docstring. Ties keep the lowest cell."""
+    state, rules, params = borrowed(state), borrowed(rules), borrowed(params)
     prefix = np.empty(RANKS + 1, np.int64)
     after = np.empty(STATE_SIZE, np.int64)
     lines = np.empty(SCRATCH, np.int64)
