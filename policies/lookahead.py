@@ -553,8 +553,16 @@ def _scratch():
 def _follow_ups(after, rules, weights, table, fire_max, slack, best, scratch, status, cell_value, floor, near,
                 cutoff):
     """`_prepare`, `_cell_bounds` then `_rank_loops` for the position `after`, in the arrays of `_scratch`."""
+    # Uncounted views (see sim.kernels.borrowed): this runs for every root cell, passing on 25 arrays.
+    after, rules, weights, table = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table)
+    fire_max, best, status, cell_value = borrowed(fire_max), borrowed(best), borrowed(status), borrowed(cell_value)
+    floor, near = borrowed(floor), borrowed(near)
     (line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max, turned_max, setups, values,
      order) = scratch
+    line_ups, line_fd_ups, line_val, base = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_val), borrowed(base)
+    turned, turn_sum, line_min = borrowed(turned), borrowed(turn_sum), borrowed(line_min)
+    turn_sum_max, turned_max = borrowed(turn_sum_max), borrowed(turned_max)
+    setups, values, order = borrowed(setups), borrowed(values), borrowed(order)
     _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max,
              turned_max)
     n = _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line_min, turn_sum_max, turned_max,

@@ -38,15 +38,16 @@ The weights are learned by simulation (`sim train`, see README) and shipped
 in ``policies/data/planner.json``. Only the stock's composition is used,
 never its order.
 
-In the endgame (at most ``endgame`` piles still to open before the card,
-by default once the grid is full and only face-down tops are left to turn
-up) the choice looks one card deeper where it is close: the ``roots`` best
+Where the choice is close, it looks one card deeper: the ``roots`` best
 cells by one card's expectation, if the second comes within ``margin`` of
 the best, are compared by `follow_up_value`, where each rank's ``follow``
 best follow-ups by V are valued by the expectation over the card after
-them. There are few cells and ranks left to try by then, and it is where
-the last points are won or lost; the search elsewhere stays one card deep
-for speed.
+them. By default this runs at every turn (``endgame=16``: at most 16 piles
+still to open before the card); ``endgame=N`` keeps it to the last turns,
+with at most N piles to open (0: once the grid is full), and ``-1`` turns
+it off. Looking deeper early pays as much as in the endgame (README,
+"planner's deeper search"): the V of one card ahead is too coarse to rank
+close cells anywhere.
 
 params: [loss value, then per bucket (80 each): intercepts, slopes, safe, mend and win_next
 weights, then the line weights (5) per group (20); then endgame, roots, follow, margin]
@@ -195,16 +196,16 @@ def search_params(args: dict[str, str] | None = None) -> list[float]:
     return [x for p in PARAMS[1:] for x in p.parse(args.get(p.name, p.default))]
 
 
-DESCRIPTION = ("Expectimax one card ahead (two for close choices in the endgame) with learned values of positions; "
+DESCRIPTION = ("Expectimax one card ahead (two for close choices) with learned values of positions; "
                "plays for the mean score.")
 PARAMS = (
     Param("values", "default", "learned values: 'default' (shipped) or a file written by `sim train`",
           parse_values),
-    Param("endgame", "0", "search one card deeper when at most this many piles are still to open before the "
-          "card (-1: never)", integer("planner", "endgame", -1, 16)),
-    Param("roots", "3", "how many of the best cells by one card's expectation the deeper search compares",
+    Param("endgame", "16", "search one card deeper when at most this many piles are still to open before the "
+          "card (16: every turn; 0: once the grid is full; -1: never)", integer("planner", "endgame", -1, 16)),
+    Param("roots", "4", "how many of the best cells by one card's expectation the deeper search compares",
           integer("planner", "roots", 1, 64)),
-    Param("follow", "2", "how many follow-up cells per rank (the best by V) the deeper search values",
+    Param("follow", "1", "how many follow-up cells per rank (the best by V) the deeper search values",
           integer("planner", "follow", 1, 64)),
     Param("margin", "1.0", "the deeper search runs only when the second best cell is within this of the best",
           number("planner", "margin", 0.0)),

@@ -315,7 +315,7 @@ def test_sim_train_writes_a_values_file_planner_plays(tmp_path):
     assert again.read_bytes() == out.read_bytes()  # the same file bit for bit
 
 
-# --- the deeper search in the endgame -----------------------------------------------------------
+# --- the deeper search -----------------------------------------------------------------------
 
 
 def reference_outcomes(drawn, rules, r):
@@ -405,10 +405,11 @@ def reference_choose(state, rules, card, params):
 
 @pytest.mark.parametrize("args", [
     {},
+    {"endgame": "0", "roots": "3", "follow": "2"},
     {"endgame": "1", "roots": "4", "follow": "1", "margin": "50"},
     {"endgame": "2", "roots": "2", "follow": "3", "margin": "0.5"},
     {"endgame": "-1"},
-], ids=["default", "wider", "narrower", "off"])
+], ids=["default", "grid-full-only", "wider", "narrower", "off"])
 def test_choices_match_the_definition_along_whole_games(args):
     """Every choice of a few of planner's own games against the definition, tried rank by rank on copies."""
     params = policies.build_params("planner", args)
