@@ -461,23 +461,50 @@ def sparse_features(state, rules, cell, card, prefix, lines, idx, val):
 
 
 @njit(cache=True, inline="always")
-def leaf_value(state, rules, cell, card, params, prefix, lines):
-    """Value of placing `card` on `cell`: its score if it wins, the loss value if it loses, else V.
+def leaf(state, rules, cell, card, params, prefix, lines):
+    """(status, value) of placing `card` on `cell`: WON and its score, LOST and the loss value, or ONGOING
+    and V.
 
     `state` has `card` drawn; `prefix` holds the stock's cumulative rank counts.
     """
     status, to_open, fd, full_up, full_down, risk, spread, closed, safe, mend, win_next = leaf_terms(
         state, rules, cell, card, prefix, lines)
     if status == WON:
-        return float(state[STOCK_LEFT])
+        return status, float(state[STOCK_LEFT])
     if status == LOST:
-        return params[P_LOSS]
+        return status, params[P_LOSS]
     b = bucket_of(to_open, fd)
     w = P_LINE + group(to_open, fd) * N_LINE
-    return (params[P_BIAS + b] + params[P_SLOPE + b] * state[STOCK_LEFT] + params[P_SAFE + b] * safe
-            + params[P_MEND + b] * mend + params[P_WIN_NEXT + b] * win_next
-            + params[w] * full_up + params[w + 1] * full_down + params[w + 2] * risk
-            + params[w + 3] * spread + params[w + 4] * closed)
+    return status, (params[P_BIAS + b] + params[P_SLOPE + b] * state[STOCK_LEFT] + params[P_SAFE + b] * safe
+                    + params[P_MEND + b] * mend + params[P_WIN_NEXT + b] * win_next
+                    + params[w] * full_up + params[w + 1] * full_down + params[w + 2] * risk
+                    + params[w + 3] * spread + params[w + 4] * closed)
+
+
+@njit(cache=True, inline="always")
+def leaf_value(state, rules, cell, card, params, prefix, lines):
+    """Value of placing `card` on `cell`: its score if it wins, the loss value if it loses, else V."""
+    return leaf(state, rules, cell, card, params, prefix, lines)[1]
+
+
+@njit(cache=True, inline="always")
+def keep_best(v, cell, top_v, top_c, n_top, follow):
+    """Keeps the `follow` best cells by V in `top_v`/`top_c`, highest first (the lowest cell among equals,
+    cells coming in increasing order); returns how many are kept."""
+    if n_top < follow:
+        k = n_top
+        n_top += 1
+    elif follow > 0 and v > top_v[n_top - 1]:
+        k = n_top - 1
+    else:
+        return n_top
+    top_v[k] = v
+    top_c[k] = cell
+    while k > 0 and top_v[k - 1] < top_v[k]:
+        top_v[k - 1], top_v[k] = top_v[k], top_v[k - 1]
+        top_c[k - 1], top_c[k] = top_c[k], top_c[k - 1]
+        k -= 1
+    return n_top
 
 
 @njit(cache=True)
@@ -487,7 +514,18 @@ def expected_value(after, rules, params, prefix, lines, stop_at_win=False):
     With `stop_at_win` a follow-up that wins ends its rank's search at its
     score (the deeper search's second card: fewer cells to try).
     """
-    # Uncounted views (see sim.kernels.borrowed): leaf_value runs for every cell of every rank.
+    return ranks_value(after, rules, params, prefix, lines, stop_at_win, 0, np.empty((0, 0)),
+                       np.empty((0, 0), np.int64), np.empty(0, np.int64), np.empty(0))
+
+
+@njit(cache=True)
+def ranks_value(after, rules, params, prefix, lines, stop_at_win, follow, top_v, top_c, n_top, outcome):
+    """`expected_value`, also keeping for each rank r what the deeper search starts from (with `follow` > 0):
+    the `follow` best follow-ups by V among those that neither win nor lose (`top_v[r]`, `top_c[r]`,
+    `n_top[r]` of them; none when one wins), and `outcome[r]`, the rank's value before those: the score
+    of a winning follow-up, else the loss value if one loses, else -inf.
+    """
+    # Uncounted views (see sim.kernels.borrowed): leaf runs for every cell of every rank.
     after, rules, params = borrowed(after), borrowed(rules), borrowed(params)
     prefix, lines = borrowed(prefix), borrowed(lines)
     total = after[STOCK_LEFT]
@@ -500,17 +538,30 @@ def expected_value(after, rules, params, prefix, lines, stop_at_win=False):
         draw(after, r)
         stock_prefix(after, prefix)
         best = -np.inf
-        won = float(after[STOCK_LEFT])
+        kept = 0
+        worst = -np.inf
         m = legal
         while m:
             cell = trailing_zeros(m)
             m &= m - 1
-            v = leaf_value(after, rules, cell, r, params, prefix, lines)
-            if stop_at_win and v == won and placement_status(after, rules, cell, r) == WON:
+            status, v = leaf(after, rules, cell, r, params, prefix, lines)
+            if follow > 0:
+                if status == ONGOING:
+                    if kept >= 0:
+                        kept = keep_best(v, cell, top_v[r], top_c[r], kept, follow)
+                elif status == WON:
+                    worst = v
+                    kept = -1
+                elif kept >= 0:
+                    worst = max(worst, v)
+            if stop_at_win and status == WON:
                 best = v
                 break
             if v > best:
                 best = v
+        if follow > 0:
+            n_top[r] = max(kept, 0)
+            outcome[r] = worst
         if best == -np.inf:  # no legal cell: the game is lost
             best = params[P_LOSS]
         ev += count * best
@@ -520,75 +571,44 @@ def expected_value(after, rules, params, prefix, lines, stop_at_win=False):
 
 
 @njit(cache=True)
-def follow_up_value(after, rules, params, prefix, lines, after2, prefix2, follow):
+def follow_up_value(after, rules, params, prefix2, lines, after2, top_v, top_c, n_top, outcome):
     """Expected value over the next card of its best follow-up, searched one card deeper.
 
     For each rank still in the stock, a follow-up cell that wins ends the
     rank's search at its score, one that loses is worth the loss value; of
-    the others, the `follow` best by V (those within `margin` of the first)
-    are valued by `expected_value` of the position after them, a win there
-    ending its rank's search (the loss value when the stock is then empty);
-    the best counts. `prefix`, `prefix2` and `lines` are scratch; `after`
-    is left as it came.
+    the others, the `follow` best by V (those within `margin` of the first),
+    as `ranks_value` kept them for the position `after`, are valued by
+    `expected_value` of the position after them, a win there ending its
+    rank's search (the loss value when the stock is then empty); the best
+    counts. `prefix2` and `lines` are scratch; `after` is left as it came.
     """
     after, rules, params = borrowed(after), borrowed(rules), borrowed(params)
-    prefix, lines = borrowed(prefix), borrowed(lines)
-    after2, prefix2 = borrowed(after2), borrowed(prefix2)
+    lines, after2, prefix2 = borrowed(lines), borrowed(after2), borrowed(prefix2)
     total = after[STOCK_LEFT]
     ev = 0.0
-    top_v = np.empty(max(follow, 1))
-    top_c = np.empty(max(follow, 1), np.int64)
-    legal = legal_cells(after, rules)
     for r in range(1, RANKS + 1):
         count = after[STOCK + r]
         if count == 0:
             continue
-        draw(after, r)
-        stock_prefix(after, prefix)
-        n_top = 0
-        best = -np.inf
-        m = legal
-        while m:
-            cell = trailing_zeros(m)
-            m &= m - 1
-            status = placement_status(after, rules, cell, r)
-            if status == WON:  # ends the rank's search at its score
-                best = float(after[STOCK_LEFT])
-                n_top = 0
-                break
-            if status == LOST:
-                best = max(best, params[P_LOSS])
-                continue
-            v = leaf_value(after, rules, cell, r, params, prefix, lines)
-            # Keep the `follow` best cells by V, highest first (the lowest cell among equals).
-            if n_top < follow:
-                k = n_top
-                n_top += 1
-            elif follow > 0 and v > top_v[n_top - 1]:
-                k = n_top - 1
-            else:
-                continue
-            top_v[k] = v
-            top_c[k] = cell
-            while k > 0 and top_v[k - 1] < top_v[k]:
-                top_v[k - 1], top_v[k] = top_v[k], top_v[k - 1]
-                top_c[k - 1], top_c[k] = top_c[k], top_c[k - 1]
-                k -= 1
-        for j in range(n_top):
-            if top_v[j] < top_v[0] - params[P_MARGIN]:
-                break  # too far below the best follow-up by V to overtake it
-            if after[STOCK_LEFT] == 0:
-                v = params[P_LOSS]  # not won, and no card left: lost
-            else:
-                after2[:] = after
-                place(after2, rules, top_c[j], r)
-                v = expected_value(after2, rules, params, prefix2, lines, True)
-            best = max(best, v)
+        best = outcome[r]
+        if n_top[r] > 0:
+            draw(after, r)
+            for j in range(n_top[r]):
+                if top_v[r, j] < top_v[r, 0] - params[P_MARGIN]:
+                    break  # too far below the best follow-up by V to overtake it
+                if after[STOCK_LEFT] == 0:
+                    v = params[P_LOSS]  # not won, and no card left: lost
+                else:
+                    after2[:] = after
+                    place(after2, rules, top_c[r, j], r)
+                    # (follow 0: the arrays are not touched)
+                    v = ranks_value(after2, rules, params, prefix2, lines, True, 0, top_v, top_c, n_top, outcome)
+                best = max(best, v)
+            after[STOCK + r] += 1
+            after[STOCK_LEFT] += 1
         if best == -np.inf:  # no legal cell: the game is lost
             best = params[P_LOSS]
         ev += count * best
-        after[STOCK + r] += 1
-        after[STOCK_LEFT] += 1
     return ev / total
 
 
@@ -600,6 +620,15 @@ def choose(state, rules, card, legal, rng, params):
     after = np.empty(STATE_SIZE, np.int64)
     lines = np.empty(SCRATCH, np.int64)
     stock_prefix(state, prefix)
+    deeper = (params[P_ENDGAME] >= 0 and state[STOCK_LEFT] > 0
+              and rules[RULE_GRID] * rules[RULE_GRID] - state[PILES] <= params[P_ENDGAME])
+    # What the deeper search starts from, kept root by root while the first card's expectations are worked out.
+    follow = int(params[P_FOLLOW]) if deeper else 0
+    roots = popcount(legal) if deeper else 1
+    top_v = np.empty((roots, RANKS + 1, follow))
+    top_c = np.empty((roots, RANKS + 1, follow), np.int64)
+    n_top = np.empty((roots, RANKS + 1), np.int64)
+    outcome = np.empty((roots, RANKS + 1))
     best_cell = -1
     best = -np.inf
     values = np.empty(CELLS)
@@ -620,7 +649,9 @@ def choose(state, rules, card, legal, rng, params):
         else:
             after[:] = state
             place(after, rules, cell, card)
-            v = expected_value(after, rules, params, prefix, lines)
+            k = n if deeper else 0  # (follow 0: the arrays are not touched)
+            v = ranks_value(after, rules, params, prefix, lines, False, follow, top_v[k], top_c[k], n_top[k],
+                            outcome[k])
             alive[n] = True
         values[n] = v
         cells[n] = cell
@@ -628,14 +659,15 @@ def choose(state, rules, card, legal, rng, params):
         if v > best:
             best = v
             best_cell = cell
-    if (params[P_ENDGAME] >= 0 and state[STOCK_LEFT] > 0
-            and rules[RULE_GRID] * rules[RULE_GRID] - state[PILES] <= params[P_ENDGAME]):
-        best_cell = deeper_choice(state, rules, card, params, values, cells, alive, n, best, best_cell)
+    if deeper:
+        best_cell = deeper_choice(state, rules, card, params, values, cells, alive, n, best, best_cell, top_v, top_c,
+                                  n_top, outcome)
     return best_cell
 
 
 @njit(cache=True)
-def deeper_choice(state, rules, card, params, values, cells, alive, n, best, best_cell):
+def deeper_choice(state, rules, card, params, values, cells, alive, n, best, best_cell, top_v, top_c, n_top,
+                  outcome):
     """The best of the `roots` best cells by one card's expectation within `margin` of the best, by the
     expectation searched one card deeper (`follow_up_value`); `best_cell` when no other comes close."""
     roots = int(params[P_ROOTS])
@@ -643,7 +675,6 @@ def deeper_choice(state, rules, card, params, values, cells, alive, n, best, bes
     order = np.argsort(-values[:n], kind="mergesort")  # stable: the lowest cell among equals first
     if n < 2 or roots < 2 or values[order[1]] < best - margin:
         return best_cell
-    prefix = np.empty(RANKS + 1, np.int64)
     prefix2 = np.empty(RANKS + 1, np.int64)
     after = np.empty(STATE_SIZE, np.int64)
     after2 = np.empty(STATE_SIZE, np.int64)
@@ -657,7 +688,7 @@ def deeper_choice(state, rules, card, params, values, cells, alive, n, best, bes
             continue
         after[:] = state
         place(after, rules, cells[i], card)
-        v = follow_up_value(after, rules, params, prefix, lines, after2, prefix2, int(params[P_FOLLOW]))
+        v = follow_up_value(after, rules, params, prefix2, lines, after2, top_v[i], top_c[i], n_top[i], outcome[i])
         if v > best2:
             best2 = v
             best_cell = cells[i]
