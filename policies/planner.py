@@ -42,12 +42,12 @@ Where the choice is close, it looks one card deeper: the ``roots`` best
 cells by one card's expectation, if the second comes within ``margin`` of
 the best, are compared by `follow_up_value`, where each rank's ``follow``
 best follow-ups by V are valued by the expectation over the card after
-them. By default this runs at every turn (``endgame=16``: at most 16 piles
-still to open before the card); ``endgame=N`` keeps it to the last turns,
-with at most N piles to open (0: once the grid is full), and ``-1`` turns
-it off. Looking deeper early pays as much as in the endgame (README,
-"planner's deeper search"): the V of one card ahead is too coarse to rank
-close cells anywhere.
+them. By default this runs once at most 10 piles are still to open before
+the card (``endgame=10``); ``endgame=16`` runs it at every turn, 0 once the
+grid is full, and ``-1`` turns it off. Looking deeper pays well before the
+endgame (README, "planner's deeper search"): the V of one card ahead is
+too coarse to rank close cells anywhere; the first few turns are left out
+for speed, as they have the most cells to try and gain the least.
 
 params: [loss value, then per bucket (80 each): intercepts, slopes, safe, mend and win_next
 weights, then the line weights (5) per group (20); then endgame, roots, follow, margin]
@@ -201,7 +201,7 @@ DESCRIPTION = ("Expectimax one card ahead (two for close choices) with learned v
 PARAMS = (
     Param("values", "default", "learned values: 'default' (shipped) or a file written by `sim train`",
           parse_values),
-    Param("endgame", "16", "search one card deeper when at most this many piles are still to open before the "
+    Param("endgame", "10", "search one card deeper when at most this many piles are still to open before the "
           "card (16: every turn; 0: once the grid is full; -1: never)", integer("planner", "endgame", -1, 16)),
     Param("roots", "4", "how many of the best cells by one card's expectation the deeper search compares",
           integer("planner", "roots", 1, 64)),

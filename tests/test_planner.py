@@ -409,7 +409,8 @@ def reference_choose(state, rules, card, params):
     {"endgame": "1", "roots": "4", "follow": "1", "margin": "50"},
     {"endgame": "2", "roots": "2", "follow": "3", "margin": "0.5"},
     {"endgame": "-1"},
-], ids=["default", "grid-full-only", "wider", "narrower", "off"])
+    {"endgame": "16", "roots": "3", "follow": "2"},
+], ids=["default", "grid-full-only", "wider", "narrower", "off", "every-turn"])
 def test_choices_match_the_definition_along_whole_games(args):
     """Every choice of a few of planner's own games against the definition, tried rank by rank on copies."""
     params = policies.build_params("planner", args)
