@@ -203,7 +203,7 @@ PARAMS = (
           parse_values),
     Param("endgame", "10", "search one card deeper when at most this many piles are still to open before the "
           "card (16: every turn; 0: once the grid is full; -1: never)", integer("planner", "endgame", -1, 16)),
-    Param("roots", "4", "how many of the best cells by one card's expectation the deeper search compares",
+    Param("roots", "3", "how many of the best cells by one card's expectation the deeper search compares",
           integer("planner", "roots", 1, 64)),
     Param("follow", "1", "how many follow-up cells per rank (the best by V) the deeper search values",
           integer("planner", "follow", 1, 64)),

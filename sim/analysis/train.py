@@ -6,7 +6,7 @@ the deal's final outcome (the score of a win, the loss value for a loss),
 and fits planner's linear value by least squares (a small ridge keeps
 buckets seldom seen near zero). The first round plays lookahead; later
 rounds play planner with the previous round's values (one card's expectation,
-without its endgame search), so the values come to estimate planner's own
+without its deeper search), so the values come to estimate planner's own
 outcomes (policy iteration, as Neller et al. learned
 Poker Squares values by simulation). With `explore`, some games play one
 random placement at a random turn and record only from there on: positions
@@ -40,8 +40,7 @@ from sim.stats import wilson
 STREAM_EXPLORE = np.uint64(7)
 """Stream id of the exploration draws (the deal and policy streams are 1 and 2)."""
 SELF_PLAY = {"endgame": "-1"}
-"""planner's search in self-play: one card's expectation everywhere, no deeper search in the endgame (the
-values estimate the outcomes of that play, and it is the faster); the validation plays planner's defaults."""
+"""planner's search in self-play: one card's expectation everywhere, no deeper search (the values estimate the outcomes of that play, and it is the faster); the validation plays planner's defaults."""
 BASE_LOOKAHEAD = 0
 BASE_PLANNER = 1
 
