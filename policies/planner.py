@@ -538,8 +538,8 @@ def ranks_value(after, rules, params, prefix, lines, stop_at_win, follow, top_v,
         draw(after, r)
         stock_prefix(after, prefix)
         best = -np.inf
-        kept = 0
-        worst = -np.inf
+        kept = 0  # -1 once a follow-up wins
+        ends = -np.inf  # the best follow-up that ends the game: a win's score or the loss value
         m = legal
         while m:
             cell = trailing_zeros(m)
@@ -550,10 +550,10 @@ def ranks_value(after, rules, params, prefix, lines, stop_at_win, follow, top_v,
                     if kept >= 0:
                         kept = keep_best(v, cell, top_v[r], top_c[r], kept, follow)
                 elif status == WON:
-                    worst = v
+                    ends = v
                     kept = -1
                 elif kept >= 0:
-                    worst = max(worst, v)
+                    ends = max(ends, v)
             if stop_at_win and status == WON:
                 best = v
                 break
@@ -561,7 +561,7 @@ def ranks_value(after, rules, params, prefix, lines, stop_at_win, follow, top_v,
                 best = v
         if follow > 0:
             n_top[r] = max(kept, 0)
-            outcome[r] = worst
+            outcome[r] = ends
         if best == -np.inf:  # no legal cell: the game is lost
             best = params[P_LOSS]
         ev += count * best
