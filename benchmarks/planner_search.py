@@ -83,5 +83,6 @@ def main() -> None:
         speed = args.speed / statistics.median(seconds[name])
         print(f"{name:<48} {won:8.2%} {per_deal:9.3f} {gain:+7.3f} {speed:8.1f}")
 
+
 if __name__ == "__main__":
     main()

@@ -623,8 +623,9 @@ def choose(state, rules, card, legal, rng, params):
     deeper = (params[P_ENDGAME] >= 0 and state[STOCK_LEFT] > 0
               and rules[RULE_GRID] * rules[RULE_GRID] - state[PILES] <= params[P_ENDGAME])
     # What the deeper search starts from, kept root by root while the first card's expectations are worked out.
+    # With follow 0 (no deeper search) nothing is kept.
     follow = int(params[P_FOLLOW]) if deeper else 0
-    roots = popcount(legal) if deeper else 1
+    roots = popcount(legal)
     top_v = np.empty((roots, RANKS + 1, follow))
     top_c = np.empty((roots, RANKS + 1, follow), np.int64)
     n_top = np.empty((roots, RANKS + 1), np.int64)
@@ -649,9 +650,8 @@ def choose(state, rules, card, legal, rng, params):
         else:
             after[:] = state
             place(after, rules, cell, card)
-            k = n if deeper else 0  # (follow 0: the arrays are not touched)
-            v = ranks_value(after, rules, params, prefix, lines, False, follow, top_v[k], top_c[k], n_top[k],
-                            outcome[k])
+            v = ranks_value(after, rules, params, prefix, lines, False, follow, top_v[n], top_c[n], n_top[n],
+                            outcome[n])
             alive[n] = True
         values[n] = v
         cells[n] = cell

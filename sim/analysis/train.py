@@ -40,7 +40,8 @@ from sim.stats import wilson
 STREAM_EXPLORE = np.uint64(7)
 """Stream id of the exploration draws (the deal and policy streams are 1 and 2)."""
 SELF_PLAY = {"endgame": "-1"}
-"""planner's search in self-play: one card's expectation everywhere, no deeper search (the values estimate the outcomes of that play, and it is the faster); the validation plays planner's defaults."""
+"""planner's search in self-play: one card's expectation everywhere, no deeper search (the values estimate the
+outcomes of that play, and it is the faster); the validation plays planner's defaults."""
 BASE_LOOKAHEAD = 0
 BASE_PLANNER = 1
 
