@@ -1,0 +1,205 @@
+"""Where lookahead's time goes per turn, and how many root cells a bound could cut.
+
+    python benchmarks/lookahead_profile.py [-n DEALS] [--rounds R]
+
+Collects the positions of lookahead's own games on the first DEALS deals of
+seed 1 (default 150), with the next card drawn, then in one process on one
+core:
+
+- time: `choose` on every position, and the fast path's stages on every
+  legal root cell of the same positions, without cut-offs: the turn's line
+  tables (`_line_tables`, `_fire_tables`), placing the card, `_prepare`,
+  `_cell_bounds` and `_rank_loops`. Each stage's time is the difference of
+  two cumulative runs, the least of R rounds each;
+- counts, over the root cells that do not lose at once: follow-up cells per
+  root cell; the share of root cells whose largest follow-up bound is below
+  the best root cell's expectation (what the bounds can cut, even with the
+  best root cell searched first, since every cell pays its tables and
+  bounds before its cut) and the share whose expectation is below the best
+  by more than 0.001, 1, 5, 10 and 20 (what a bound that cost less than
+  the tables would have to cut); quantiles of the largest bound minus the
+  expectation.
+"""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=150, help="deals of seed 1 whose positions are profiled (default 150)")
+    parser.add_argument("--rounds", type=int, default=5, help="timing rounds; the least time counts (default 5)")
+    args = parser.parse_args()
+
+    import numpy as np
+    from numba import njit
+
+    import policies
+    import sim
+    from policies import lookahead as L
+    from policies.heuristic import LOSS, WIN, evaluate, stock_prefix
+    from sim import kernels as K
+
+    @njit
+    def turn_tables(state, params, table, fire_max, prefix):
+        stock_prefix(state, prefix)
+        table[:] = 0.0
+        L._line_tables(prefix, params, table)
+        fire_max[:] = 0.0
+        L._fire_tables(table, fire_max)
+
+    @njit
+    def stages(states, cards, legals, rules, params, upto):
+        """Runs the fast path's stages up to `upto` (0: tables only, 1: + place, ... 4: + rank loops)."""
+        prefix = np.empty(K.RANKS + 1, np.int64)
+        after = np.empty(K.STATE_SIZE, np.int64)
+        table = np.zeros((2, L.FLIPS, L.NONE_LO + 1, K.RANKS + 1), np.float64)
+        fire_max = np.zeros((L.FLIPS, L.NONE_LO + 1, K.RANKS + 1), np.float64)
+        (line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max, turned_max, setups, values,
+         order) = L._scratch()
+        status = np.empty(4, np.int64)
+        cell_value = np.empty(4, np.float64)
+        best = np.empty(K.RANKS + 1, np.float64)
+        no_floor = np.zeros(K.RANKS + 1, np.float64)
+        near = np.zeros(K.RANKS + 1, np.int64)
+        margin = L._margin(params)
+        check = 0.0
+        for i in range(states.shape[0]):
+            state = states[i]
+            turn_tables(state, params, table, fire_max, prefix)
+            m = legals[i] if upto >= 1 else 0
+            while m:
+                cell = K.trailing_zeros(m)
+                m &= m - 1
+                after[:] = state
+                K.place(after, rules, cell, cards[i])
+                check += after[K.FACE_DOWN]
+                if upto >= 2:
+                    L._prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min,
+                               turn_sum_max, turned_max)
+                if upto >= 3:
+                    n = L._cell_bounds(after, rules, params, table, line_ups, line_fd_ups, base, line_min,
+                                       turn_sum_max, turned_max, fire_max, status, cell_value, setups, values, order)
+                if upto >= 4:
+                    L._rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, order, n,
+                                  margin, no_floor, near, -np.inf)
+                    check += best[1]
+        return check
+
+    @njit
+    def choose_all(states, cards, legals, rules, params):
+        rng = np.zeros(1, np.uint64)
+        check = 0
+        for i in range(states.shape[0]):
+            check += L.choose(states[i].copy(), rules, cards[i], legals[i], rng, params)
+        return check
+
+    @njit
+    def root_counts(states, cards, legals, rules, params, gaps):
+        """Per root cell that does not lose at once: (largest bound, expectation, best expectation) in gaps."""
+        prefix = np.empty(K.RANKS + 1, np.int64)
+        after = np.empty(K.STATE_SIZE, np.int64)
+        table = np.zeros((2, L.FLIPS, L.NONE_LO + 1, K.RANKS + 1), np.float64)
+        fire_max = np.zeros((L.FLIPS, L.NONE_LO + 1, K.RANKS + 1), np.float64)
+        (line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max, turned_max, setups, values,
+         order) = L._scratch()
+        status = np.empty(4, np.int64)
+        cell_value = np.empty(4, np.float64)
+        best = np.empty(K.RANKS + 1, np.float64)
+        no_floor = np.zeros(K.RANKS + 1, np.float64)
+        near = np.zeros(K.RANKS + 1, np.int64)
+        margin = L._margin(params)
+        n_roots = 0
+        follow_ups = 0
+        for i in range(states.shape[0]):
+            state = states[i]
+            if state[K.STOCK_LEFT] == 0:
+                continue
+            turn_tables(state, params, table, fire_max, prefix)
+            first = n_roots
+            top = -np.inf
+            m = legals[i]
+            while m:
+                cell = K.trailing_zeros(m)
+                m &= m - 1
+                v = evaluate(state, rules, cell, cards[i], params, prefix)
+                if v <= LOSS or v >= WIN:
+                    continue
+                after[:] = state
+                K.place(after, rules, cell, cards[i])
+                L._prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min,
+                           turn_sum_max, turned_max)
+                n = L._cell_bounds(after, rules, params, table, line_ups, line_fd_ups, base, line_min, turn_sum_max,
+                                   turned_max, fire_max, status, cell_value, setups, values, order)
+                follow_ups += n
+                L._rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, order, n, margin,
+                              no_floor, near, -np.inf)
+                ev = 0.0
+                for r in range(1, K.RANKS + 1):
+                    ev += after[K.STOCK + r] * best[r]
+                ev /= after[K.STOCK_LEFT]
+                gaps[n_roots, 0] = values[order[0], L.BOUND] + margin
+                gaps[n_roots, 1] = ev
+                top = max(top, ev)
+                n_roots += 1
+            for j in range(first, n_roots):
+                gaps[j, 2] = top
+        return n_roots, follow_ups
+
+    rules_obj = sim.Rules()
+    rules = rules_obj.as_array()
+    params = policies.build_params("lookahead", {})
+    states, cards, legals = [], [], []
+    for game in range(args.n):
+        deck = sim.deal(1, game)
+        state = np.zeros(K.STATE_SIZE, np.int64)
+        K.reset(state)
+        for card, cell in zip(deck, sim.play(deck, "lookahead", rules_obj, seed=1, game=game).moves):
+            K.draw(state, card)
+            states.append(state.copy())
+            cards.append(int(card))
+            legals.append(K.legal_cells(state, rules))
+            K.place(state, rules, cell, card)
+    states, cards, legals = np.array(states), np.array(cards), np.array(legals, np.int64)
+    n_root_cells = sum(bin(int(g)).count("1") for g in legals)
+    print(f"{len(states):,} positions of lookahead's games on deals 0..{args.n - 1} of seed 1, "
+          f"{n_root_cells:,} legal root cells")
+
+    choose_all(states[:3], cards[:3], legals[:3], rules, params)  # compile
+    for upto in range(5):
+        stages(states[:3], cards[:3], legals[:3], rules, params, upto)
+    best = [np.inf] * 6
+    for _ in range(args.rounds):
+        t0 = time.perf_counter()
+        choose_all(states, cards, legals, rules, params)
+        best[5] = min(best[5], time.perf_counter() - t0)
+        for upto in range(5):
+            t0 = time.perf_counter()
+            stages(states, cards, legals, rules, params, upto)
+            best[upto] = min(best[upto], time.perf_counter() - t0)
+    names = ["line tables (per position)", "placing the card", "_prepare", "_cell_bounds", "_rank_loops, no cut-offs"]
+    print(f"choose on every position: {best[5] * 1e3:.1f} ms ({best[5] / len(states) * 1e6:.1f} us per position); "
+          f"stages on every legal root cell (least of {args.rounds} rounds):")
+    for upto, name in enumerate(names):
+        ms = (best[upto] - (best[upto - 1] if upto else 0.0)) * 1e3
+        print(f"  {name:>28}: {ms:6.1f} ms")
+
+    gaps = np.empty((n_root_cells, 3))
+    n_roots, follow_ups = root_counts(states, cards, legals, rules, params, gaps)
+    gaps = gaps[:n_roots]
+    below = gaps[:, 2] - gaps[:, 1]
+    print(f"{n_roots:,} root cells that do not lose at once, {follow_ups / n_roots:.1f} follow-up cells each")
+    print(f"  largest bound below the best expectation: {np.mean(gaps[:, 0] < gaps[:, 2]):.1%}")
+    for gap in (0.001, 1, 5, 10, 20):
+        print(f"  expectation more than {gap:g} below the best: {np.mean(below > gap):.1%}")
+    spread = gaps[:, 0] - gaps[:, 1]
+    q = np.percentile(spread[np.isfinite(spread)], [5, 25, 50, 75, 95])
+    print(f"  largest bound minus expectation ({np.mean(~np.isfinite(spread)):.1%} infinite: a follow-up may win), "
+          "5/25/50/75/95th percentiles: " + ", ".join(f"{x:.2f}" for x in q))
+
+
+if __name__ == "__main__":
+    main()
