@@ -44,62 +44,15 @@ def main() -> None:
     from sim import kernels as K
 
     @njit
-    def turn_tables(state, params, table, fire_max, prefix):
-        stock_prefix(state, prefix)
-        table[:] = 0.0
-        L._line_tables(prefix, params, table)
-        fire_max[:] = 0.0
-        L._fire_tables(table, fire_max)
+    def walk(states, cards, legals, rules, params, upto, gaps):
+        """The fast path's stages on every legal root cell, up to `upto` (0: line tables only, 1: + placing
+        the card, 2: + `_prepare`, 3: + `_cell_bounds`, 4: + rank loops without cut-offs).
 
-    @njit
-    def stages(states, cards, legals, rules, params, upto):
-        """Runs the fast path's stages up to `upto` (0: tables only, 1: + place, ... 4: + rank loops)."""
-        prefix = np.empty(K.RANKS + 1, np.int64)
-        after = np.empty(K.STATE_SIZE, np.int64)
-        table = np.zeros((2, L.FLIPS, L.NONE_LO + 1, K.RANKS + 1), np.float64)
-        fire_max = np.zeros((L.FLIPS, L.NONE_LO + 1, K.RANKS + 1), np.float64)
-        (line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max, turned_max, setups, values,
-         order) = L._scratch()
-        status = np.empty(4, np.int64)
-        cell_value = np.empty(4, np.float64)
-        best = np.empty(K.RANKS + 1, np.float64)
-        no_floor = np.zeros(K.RANKS + 1, np.float64)
-        near = np.zeros(K.RANKS + 1, np.int64)
-        margin = L._margin(params)
-        check = 0.0
-        for i in range(states.shape[0]):
-            state = states[i]
-            turn_tables(state, params, table, fire_max, prefix)
-            m = legals[i] if upto >= 1 else 0
-            while m:
-                cell = K.trailing_zeros(m)
-                m &= m - 1
-                after[:] = state
-                K.place(after, rules, cell, cards[i])
-                check += after[K.FACE_DOWN]
-                if upto >= 2:
-                    L._prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min,
-                               turn_sum_max, turned_max)
-                if upto >= 3:
-                    n = L._cell_bounds(after, rules, params, table, line_ups, line_fd_ups, base, line_min,
-                                       turn_sum_max, turned_max, fire_max, status, cell_value, setups, values, order)
-                if upto >= 4:
-                    L._rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, order, n,
-                                  margin, no_floor, near, -np.inf)
-                    check += best[1]
-        return check
-
-    @njit
-    def choose_all(states, cards, legals, rules, params):
-        rng = np.zeros(1, np.uint64)
-        check = 0
-        for i in range(states.shape[0]):
-            check += L.choose(states[i].copy(), rules, cards[i], legals[i], rng, params)
-        return check
-
-    @njit
-    def root_counts(states, cards, legals, rules, params, gaps):
-        """Per root cell that does not lose at once: (largest bound, expectation, best expectation) in gaps."""
+        With `gaps` (at least one row per legal root cell), only the root cells that do not lose at once, all
+        stages, and per root cell gaps[j] = (largest bound, expectation, best expectation of its position).
+        Returns (root cells, follow-up cells).
+        """
+        counting = gaps.shape[0] > 0
         prefix = np.empty(K.RANKS + 1, np.int64)
         after = np.empty(K.STATE_SIZE, np.int64)
         table = np.zeros((2, L.FLIPS, L.NONE_LO + 1, K.RANKS + 1), np.float64)
@@ -116,38 +69,56 @@ def main() -> None:
         follow_ups = 0
         for i in range(states.shape[0]):
             state = states[i]
-            if state[K.STOCK_LEFT] == 0:
+            if counting and state[K.STOCK_LEFT] == 0:
                 continue
-            turn_tables(state, params, table, fire_max, prefix)
+            stock_prefix(state, prefix)
+            table[:] = 0.0
+            L._line_tables(prefix, params, table)
+            fire_max[:] = 0.0
+            L._fire_tables(table, fire_max)
             first = n_roots
             top = -np.inf
-            m = legals[i]
+            m = legals[i] if upto >= 1 else 0
             while m:
                 cell = K.trailing_zeros(m)
                 m &= m - 1
-                v = evaluate(state, rules, cell, cards[i], params, prefix)
-                if v <= LOSS or v >= WIN:
-                    continue
+                if counting:
+                    v = evaluate(state, rules, cell, cards[i], params, prefix)
+                    if v <= LOSS or v >= WIN:
+                        continue
                 after[:] = state
                 K.place(after, rules, cell, cards[i])
-                L._prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min,
-                           turn_sum_max, turned_max)
-                n = L._cell_bounds(after, rules, params, table, line_ups, line_fd_ups, base, line_min, turn_sum_max,
-                                   turned_max, fire_max, status, cell_value, setups, values, order)
-                follow_ups += n
-                L._rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, order, n, margin,
-                              no_floor, near, -np.inf)
-                ev = 0.0
-                for r in range(1, K.RANKS + 1):
-                    ev += after[K.STOCK + r] * best[r]
-                ev /= after[K.STOCK_LEFT]
-                gaps[n_roots, 0] = values[order[0], L.BOUND] + margin
-                gaps[n_roots, 1] = ev
-                top = max(top, ev)
                 n_roots += 1
-            for j in range(first, n_roots):
-                gaps[j, 2] = top
+                if upto >= 2:
+                    L._prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min,
+                               turn_sum_max, turned_max)
+                if upto >= 3:
+                    n = L._cell_bounds(after, rules, params, table, line_ups, line_fd_ups, base, line_min,
+                                       turn_sum_max, turned_max, fire_max, status, cell_value, setups, values, order)
+                    follow_ups += n
+                if upto >= 4:
+                    L._rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, order, n,
+                                  margin, no_floor, near, -np.inf)
+                if counting:
+                    ev = 0.0
+                    for r in range(1, K.RANKS + 1):
+                        ev += after[K.STOCK + r] * best[r]
+                    ev /= after[K.STOCK_LEFT]
+                    gaps[n_roots - 1, 0] = values[order[0], L.BOUND] + margin
+                    gaps[n_roots - 1, 1] = ev
+                    top = max(top, ev)
+            if counting:
+                for j in range(first, n_roots):
+                    gaps[j, 2] = top
         return n_roots, follow_ups
+
+    @njit
+    def choose_all(states, cards, legals, rules, params):
+        rng = np.zeros(1, np.uint64)
+        check = 0
+        for i in range(states.shape[0]):
+            check += L.choose(states[i].copy(), rules, cards[i], legals[i], rng, params)
+        return check
 
     rules_obj = sim.Rules()
     rules = rules_obj.as_array()
@@ -169,8 +140,8 @@ def main() -> None:
           f"{n_root_cells:,} legal root cells")
 
     choose_all(states[:3], cards[:3], legals[:3], rules, params)  # compile
-    for upto in range(5):
-        stages(states[:3], cards[:3], legals[:3], rules, params, upto)
+    no_gaps = np.empty((0, 3))
+    walk(states[:3], cards[:3], legals[:3], rules, params, 4, no_gaps)
     best = [np.inf] * 6
     for _ in range(args.rounds):
         t0 = time.perf_counter()
@@ -178,7 +149,7 @@ def main() -> None:
         best[5] = min(best[5], time.perf_counter() - t0)
         for upto in range(5):
             t0 = time.perf_counter()
-            stages(states, cards, legals, rules, params, upto)
+            walk(states, cards, legals, rules, params, upto, no_gaps)
             best[upto] = min(best[upto], time.perf_counter() - t0)
     names = ["line tables (per position)", "placing the card", "_prepare", "_cell_bounds", "_rank_loops, no cut-offs"]
     print(f"choose on every position: {best[5] * 1e3:.1f} ms ({best[5] / len(states) * 1e6:.1f} us per position); "
@@ -188,7 +159,7 @@ def main() -> None:
         print(f"  {name:>28}: {ms:6.1f} ms")
 
     gaps = np.empty((n_root_cells, 3))
-    n_roots, follow_ups = root_counts(states, cards, legals, rules, params, gaps)
+    n_roots, follow_ups = walk(states, cards, legals, rules, params, 4, gaps)
     gaps = gaps[:n_roots]
     below = gaps[:, 2] - gaps[:, 1]
     print(f"{n_roots:,} root cells that do not lose at once, {follow_ups / n_roots:.1f} follow-up cells each")
