@@ -37,7 +37,7 @@ SMALL = [
 @pytest.mark.parametrize("first_round", [None, 20], ids=["default-rounds", "tiny-rounds"])
 @pytest.mark.parametrize("rules,horizon,games", SMALL, ids=["grid2", "grid3-pile1", "grid3-pile2"])
 def test_split_solves_agree_with_brute_force(rules, horizon, games, first_round, monkeypatch):
-    # Tiny rounds leave subtrees unfinished: they are cut deeper and searched again with growing budgets.
+    # Tiny rounds leave tasks unfinished: what they did not search goes on in the next rounds' tasks.
     if first_round is not None:
         monkeypatch.setattr(solver_module, "SPLIT_FIRST_ROUND", first_round)
     split = 0
@@ -104,7 +104,8 @@ def test_a_subtree_search_is_a_pure_function_of_its_task():
     plan = SplitSolve(np.array(deck, np.uint8), sim.Rules(), first, first_win=False, node_limit=None, horizon=40,
                       use_tt=True, use_sym=True, started=0.0, deadline=None)
     tasks = plan.tasks()
-    assert len(tasks) >= SPLIT_SUBTREES and len({t.path for t in tasks}) == len(tasks)
+    assert len(tasks) >= SPLIT_SUBTREES and len({t.paths for t in tasks}) == len(tasks)
+    assert all(len(t.paths) == 1 for t in tasks)
     task = SubtreeTask(**{**tasks[3].__dict__, "budget": 30_000})
     fresh, used = Solver(tt_bits=16), Solver(tt_bits=16)
     solve(sim.deal(0, 9), node_limit=40_000)
@@ -114,8 +115,36 @@ def test_a_subtree_search_is_a_pure_function_of_its_task():
     # The rule switches travel with the tasks (as keyword fields).
     off = SplitSolve(np.array(deck, np.uint8), sim.Rules(), first, first_win=False, node_limit=None, horizon=40,
                      use_tt=True, use_sym=True, started=0.0, deadline=None, use_slack_parity=False).tasks()
-    assert [t.path for t in off] == [t.path for t in tasks] and not any(t.use_slack_parity for t in off)
+    assert [t.paths for t in off] == [t.paths for t in tasks] and not any(t.use_slack_parity for t in off)
     assert all(t.use_slack_parity and t.use_ranks and t.use_endgame for t in tasks)
+
+
+@pytest.mark.parametrize("game,budget", [(7, 3_000), (18, 20_000), (83, 50_000)])
+def test_a_stopped_task_s_frontier_is_exactly_what_it_did_not_search(game, budget):
+    # Without the table a node's search depends only on its path, so a task stopped by its budget and then
+    # its frontier, searched piece by piece (each stopped again and again), try exactly the nodes of the
+    # whole subtree searched at once, and end with the same result.
+    deck = sim.deal(0, game)
+    first = solve(deck, node_limit=50_000, split_after=0)
+    plan = SplitSolve(np.array(deck, np.uint8), sim.Rules(), first, first_win=False, node_limit=None, horizon=40,
+                      use_tt=False, use_sym=False, started=0.0, deadline=None)
+    solver = Solver(tt_bits=16)
+    for root in plan.tasks()[:3]:
+        whole = search_subtree(solver, SubtreeTask(**{**root.__dict__, "budget": 10**9}))
+        assert whole.status in ("done", "won") and not whole.frontier
+        nodes, pending, pieces, status = 0, [root.paths], 0, "done"
+        while pending and status == "done":
+            x = search_subtree(solver, SubtreeTask(**{**root.__dict__, "paths": pending.pop(0), "budget": budget}))
+            nodes += x.nodes
+            pieces += 1
+            if x.status == "open":
+                assert x.frontier and len(set(x.frontier)) == len(x.frontier)
+                pending = solver_module._next_tasks([x.frontier]) + pending
+            elif x.status == "won":
+                status = "won"
+                assert x.moves == whole.moves
+        assert status == whole.status and nodes == whole.nodes
+        assert pieces > 1 or whole.nodes <= budget
 
 
 def decided_by_scan(results):

@@ -390,13 +390,13 @@ SPLIT_SUBTREES = 24
 """The split is made at the first depth with at least this many distinct positions (up to SPLIT_MAX_DEPTH)."""
 SPLIT_MAX_DEPTH = 6
 """Deepest split: positions after this many cards."""
-SPLIT_MAX_EXPAND = 12
-"""A subtree left unfinished by a round is cut into its children for the next, down to this many cards."""
 SPLIT_FIRST_ROUND = 1_000_000
-"""Node budget of each open subtree in the first round of a level; each round multiplies it by SPLIT_GROWTH."""
-SPLIT_GROWTH = 4
-"""A subtree not finished in a round is searched again from scratch with this many times the budget: the
-nodes of the unfinished rounds are at most a third of the last one's budget."""
+"""Node budget of each task in the first round of a level: small, so that a win in any subtree that has an
+easy one is found before the subtrees listed ahead of it are searched to the end."""
+SPLIT_TASK_NODES = 32_000_000
+"""Node budget of each task in the later rounds of a level: large enough that a proof is cut into few tasks
+(a task's table is its own, so a subtree cut into more tasks is searched with less of what its table would
+have known), small enough that a round's last task keeps the other workers waiting a few seconds at most."""
 
 
 def default_split_after(time_limit: float | None) -> int:
@@ -419,8 +419,9 @@ class SubtreeTask:
     """The deal's 40 ranks in draw order."""
     rules: Rules
     """Rule options."""
-    path: tuple[int, ...]
-    """The cells of the first cards: the subtree's root is the position after them."""
+    paths: tuple[tuple[int, ...], ...]
+    """Subtrees searched one after the other, each as the cells of its first cards (its root is the
+    position after them)."""
     level: int
     """Look for a win before this turn (stop at the first one)."""
     budget: int
@@ -444,11 +445,14 @@ class SubtreeResult:
     """What one subtree search found."""
 
     status: str
-    """done (no win before the level in this subtree), won (a win, in `moves`) or open (budget or deadline hit)."""
+    """done (no win before the level in these subtrees), won (a win, in `moves`) or open (budget or deadline
+    hit, the rest in `frontier`)."""
     nodes: int
     """Placements tried."""
     moves: tuple[int, ...] | None = None
     """The winning line from the empty table (path included); None unless won."""
+    frontier: tuple[tuple[int, ...], ...] = ()
+    """When open: the subtrees not searched yet, as paths, in the search's order (see `search_subtree`)."""
 
 
 def _split_depth(r: np.ndarray, level: int, deepest: int) -> int:
@@ -500,6 +504,28 @@ def _split_frontier(deck: np.ndarray, r: np.ndarray, level: int, use_key: bool,
     return paths
 
 
+def _next_tasks(frontiers: list[tuple[tuple[int, ...], ...]]) -> list[tuple[tuple[int, ...], ...]]:
+    """The next round's tasks made of the unfinished tasks' frontiers, in the search's order.
+
+    Each frontier goes on as one task (one search and its table, as far as
+    it can), unless that leaves fewer than SPLIT_SUBTREES tasks: then each
+    frontier is cut, so that the workers share it. Its shallowest positions
+    hold its largest subtrees: each is a task of its own; the deeper ones
+    (the rest of the branch the search was in, smaller) go together in one
+    task, first, as the search would have taken them. A pure function of
+    the frontiers: whoever runs the tasks, the schedule is the same.
+    """
+    frontiers = [f for f in frontiers if f]
+    if len(frontiers) >= SPLIT_SUBTREES:
+        return frontiers
+    out = []
+    for f in frontiers:
+        shallowest = min(len(p) for p in f)
+        deeper = tuple(p for p in f if len(p) > shallowest)
+        out += ([deeper] if deeper else []) + [(p,) for p in f if len(p) == shallowest]
+    return out
+
+
 class SplitSolve:
     """The rest of a deal's solve after the serial phase: level searches split into subtrees, in rounds.
 
@@ -507,13 +533,16 @@ class SplitSolve:
     settling it, the search for a better win goes on level by level (a win
     before turn ``level``, the least turn not yet ruled out, as the
     least-cards search does). Each level's tree is split at a fixed depth
-    (`_split_frontier`) and the subtrees are searched in rounds: every open
-    subtree gets the round's node budget, searched from scratch with a fresh
-    table stamp, and the budget grows SPLIT_GROWTH times each round. A
-    round ends with all its results, or at its first win in the subtrees'
-    order (`RoundResults`): the nodes counted are those of the subtrees up to
-    it. A subtree's result is a pure function of its task, and the rounds
-    are joined only between rounds, so the deal's result does not depend on
+    (`_split_frontier`) and the subtrees are searched in rounds: each task
+    (one subtree, or several searched one after the other) gets
+    SPLIT_FIRST_ROUND nodes in a level's first round and SPLIT_TASK_NODES
+    in the later ones, with a fresh table stamp, and a task that runs out
+    of them hands back what it has not searched yet (`search_subtree`'s
+    frontier), which makes the next round's tasks (`_next_tasks`): no
+    position is searched twice. A round ends with all its results, or at
+    its first win in the tasks' order (`RoundResults`): the nodes counted
+    are those of the tasks up to it. A task's result is a pure function of
+    it, and the rounds are joined only between rounds, so the deal's result does not depend on
     who searched which subtree, in which order, or how fast: the schedule
     is counted in nodes.
     The driver (`Solver.solve_split` in one process, or a job handing the
@@ -540,8 +569,7 @@ class SplitSolve:
         self.proven_floor = floor if first.score_bound is None else K.DECK_SIZE - first.score_bound
         self.lost = False
         self.level = horizon + 1 if first_win else self.proven_floor + 1
-        self.paths: list[tuple[int, ...]] | None = None  # this level's open subtrees, listed when it starts
-        self.seen: set = set()  # keys of the positions listed in this level
+        self.open: list[tuple[tuple[int, ...], ...]] | None = None  # this level's tasks still to search
         self.budget = SPLIT_FIRST_ROUND
         self.rounds = 0
         self.stopped = False  # a node or time limit ended the schedule
@@ -568,27 +596,26 @@ class SplitSolve:
         if self.deadline is not None and time.time() >= self.deadline:
             self.stopped = True
             return []
-        if self.paths is None:
-            self.seen = set()
+        if self.open is None:
             # Listing the subtrees' roots is not counted in nodes (as greedy's game is not): so a node
             # limit is never overrun, and the searches' nodes are what it limits.
-            self.paths = _split_frontier(self.deck, self.rules.as_array(), self.level,
-                                         self.use_tt and self.use_sym, self.seen)
+            roots = _split_frontier(self.deck, self.rules.as_array(), self.level, self.use_tt and self.use_sym, set())
+            self.open = [(path,) for path in roots]
             self.budget = SPLIT_FIRST_ROUND
-            if not self.paths:  # every line is cut before the split depth
+            if not self.open:  # every line is cut before the split depth
                 self._level_finished()
                 return self.tasks()
         budget = self.budget
         if self.cap is not None:
-            budget = min(budget, (self.cap - self.nodes) // len(self.paths))
+            budget = min(budget, (self.cap - self.nodes) // len(self.open))
             if budget < 1:
                 self.stopped = True
                 return []
         deck = tuple(int(c) for c in self.deck)
-        return [SubtreeTask(deck, self.rules, path, self.level, budget, use_tt=self.use_tt, use_sym=self.use_sym,
+        return [SubtreeTask(deck, self.rules, paths, self.level, budget, use_tt=self.use_tt, use_sym=self.use_sym,
                             use_ranks=self.use_ranks, use_endgame=self.use_endgame,
                             use_slack_parity=self.use_slack_parity, deadline=self.deadline)
-                for path in self.paths]
+                for paths in self.open]
 
     def record(self, results: list[SubtreeResult]) -> None:
         """Take a round's results in the order of its tasks: all of them, or up to its first win (`RoundResults`)."""
@@ -602,27 +629,17 @@ class SplitSolve:
             return
         if any(x.status == "open" for x in results) and self.deadline is not None and time.time() >= self.deadline:
             self.stopped = True
-        still = [path for path, x in zip(self.paths, results) if x.status == "open"]
-        # An unfinished subtree is cut one card deeper (its children are the next round's subtrees), as
-        # far as SPLIT_MAX_EXPAND cards: so no single subtree keeps one worker busy while the others wait.
-        r = self.rules.as_array()
-        deepest = _split_depth(r, self.level, SPLIT_MAX_EXPAND)
-        paths = []
-        for path in still:
-            if len(path) < deepest:
-                paths += _expand(self.deck, r, [path], self.level, self.use_tt and self.use_sym, self.seen)
-            else:
-                paths.append(path)
-        self.paths = paths
-        if not paths:
+        # What the unfinished tasks did not search is the next round's tasks, with more nodes each.
+        self.open = _next_tasks([x.frontier for x in results if x.status == "open"])
+        if not self.open:
             self._level_finished()
         else:
-            self.budget *= SPLIT_GROWTH
+            self.budget = SPLIT_TASK_NODES
 
     def _level_finished(self) -> None:
         """Every subtree of the level ended without a win: no win before turn `level`."""
         self.proven_floor = max(self.proven_floor, self.level)
-        self.paths = None
+        self.open = None
         if self.level >= (self.best or self.horizon + 1):
             self.lost = not self.best
         else:
@@ -668,46 +685,72 @@ class RoundResults:
 
 
 def search_subtree(solver: Solver, task: SubtreeTask) -> SubtreeResult:
-    """Search one subtree of a split solve (a pure function of `task`: a fresh stamp, nothing carried over).
+    """Search a task's subtrees in order (a pure function of `task`: a fresh stamp, nothing carried over).
 
-    The search is set up at the root and its stack is then pointed at the
-    subtree: the path's cards are on the stack as positions with a single,
-    already tried move, except the last, which `search_run` plays itself (so
-    the turn bound and the table apply to the subtree's root as to any
-    node). Positions on the path are never stored in the table (their other
-    moves are not searched), and once the subtree is done the stack unwinds
-    to the root and the search ends.
+    For each path, the search is set up at the root and its stack is then
+    pointed at the subtree: the path's cards are on the stack as positions
+    with a single, already tried move, except the last, which `search_run`
+    plays itself (so the turn bound and the table apply to the subtree's
+    root as to any node). Positions on the path are never stored in the
+    table (their other moves are not searched), and once the subtree is done
+    the stack unwinds to the root and that search ends. The task's subtrees
+    share its table (a fact stored under one holds in another: the same
+    level) and its node budget. When the budget or the deadline runs out,
+    the result's frontier is every position the task has not searched yet:
+    the untried moves on the stack, deepest first (the order in which the
+    search would have tried them), then the task's untouched paths.
     """
     deck = np.asarray(task.deck, np.int64)
     r = task.rules.as_array()
     x = _Search()
-    x.start(deck, r, task.level, ORDER_NEW_PILE, True, task.use_tt, task.use_sym, solver._stamp(), task.use_ranks,
-            task.use_endgame, task.use_slack_parity)
-    k = len(task.path)
-    state = x.states[0]
+    stamp = solver._stamp()
     seen = x.scratch[SEEN_AT:SEEN_AT + (MAX_DEPTH + 1) * LINES].reshape((MAX_DEPTH + 1, LINES))
-    for t, cell in enumerate(task.path[:-1]):
-        state = x.states[t + 1]
-        state[:] = x.states[t]
-        K.draw(state, int(deck[t]))
-        K.place(state, r, int(cell), int(deck[t]))
-        # The ranks placed in each line of each position on the path, as search_run keeps them (rule 2c).
-        seen[t + 1] = seen[t]
-        seen[t + 1, K.ROW_OF[cell]] |= 1 << int(deck[t])
-        seen[t + 1, K.SIDE + K.COL_OF[cell]] |= 1 << int(deck[t])
-    for t, cell in enumerate(task.path):
-        x.moves[t, 0] = cell
-        x.nmoves[t] = 1
-        x.nexts[t] = 1 if t < k - 1 else 0
-        x.line[t] = cell if t < k - 1 else -1
-    x.tabled[:] = False
-    x.ctl[CTL_DEPTH] = k - 1
-    x.ctl[CTL_STATUS] = RUNNING
     deadline = None if task.deadline is None else time.perf_counter() + (task.deadline - time.time())
-    x.run(deck, r, task.budget, deadline, solver.tt_keys, solver.tt_info, solver.rate)
-    if x.best:
-        return SubtreeResult("won", x.nodes, x.best_moves)
-    return SubtreeResult("done" if x.status == DONE else "open", x.nodes)
+    for n, path in enumerate(task.paths):
+        x.start(deck, r, task.level, ORDER_NEW_PILE, True, task.use_tt, task.use_sym, stamp, task.use_ranks,
+                task.use_endgame, task.use_slack_parity)
+        k = len(path)
+        state = x.states[0]
+        for t, cell in enumerate(path[:-1]):
+            state = x.states[t + 1]
+            state[:] = x.states[t]
+            K.draw(state, int(deck[t]))
+            K.place(state, r, int(cell), int(deck[t]))
+            # The ranks placed in each line of each position on the path, as search_run keeps them (rule 2c).
+            seen[t + 1] = seen[t]
+            seen[t + 1, K.ROW_OF[cell]] |= 1 << int(deck[t])
+            seen[t + 1, K.SIDE + K.COL_OF[cell]] |= 1 << int(deck[t])
+        for t, cell in enumerate(path):
+            x.moves[t, 0] = cell
+            x.nmoves[t] = 1
+            x.nexts[t] = 1 if t < k - 1 else 0
+            x.line[t] = cell if t < k - 1 else -1
+        x.tabled[:] = False
+        x.ctl[CTL_DEPTH] = k - 1
+        x.ctl[CTL_STATUS] = RUNNING
+        if task.budget > x.nodes and (deadline is None or time.perf_counter() < deadline):
+            x.run(deck, r, task.budget - x.nodes, deadline, solver.tt_keys, solver.tt_info, solver.rate)
+        if x.best:
+            return SubtreeResult("won", x.nodes, x.best_moves)
+        if x.status != DONE:
+            rest = _untried(x) + tuple(task.paths[n + 1:])
+            if rest:
+                return SubtreeResult("open", x.nodes, frontier=rest)
+    return SubtreeResult("done", x.nodes)
+
+
+def _untried(x: _Search) -> tuple[tuple[int, ...], ...]:
+    """The moves a stopped search has not tried yet, as paths from the empty table, deepest first.
+
+    The position at depth j of the stack was reached by line[:j]; its moves
+    from nexts[j] on are untried (the one before is the branch in progress,
+    deeper on the stack, or tried and finished at the top of the stack).
+    """
+    out = []
+    for j in range(int(x.ctl[CTL_DEPTH]), -1, -1):
+        prefix = tuple(int(c) for c in x.line[:j])
+        out += [prefix + (int(x.moves[j, m]),) for m in range(int(x.nexts[j]), int(x.nmoves[j]))]
+    return tuple(out)
 
 
 def solve_split(solver: Solver, cards: np.ndarray, rules: Rules, *, first_win: bool = False,
