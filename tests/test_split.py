@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import sim
 import sim.solver.solver as solver_module
+from sim.errors import Interrupted
 from sim.jobs.pool import WAIT, run_tasks
 from sim.solver.solver import (
     SPLIT_AFTER, SPLIT_SUBTREES, RoundResults, Solver, SplitSolve, SubtreeResult, SubtreeTask, search_subtree, solve,
@@ -253,3 +254,77 @@ def test_pool_hands_out_tasks_made_from_results():
 
     with pytest.raises(RuntimeError, match="waits with no task in flight"):
         list(run_tasks(_same, stuck(), workers=1))
+
+
+def test_a_split_schedule_taken_up_from_its_checkpoint_ends_as_it_would_have(monkeypatch):
+    # Small budgets make deal 7's split take several rounds; stopped after two, its checkpoint (through
+    # JSON, as a run directory keeps it) goes on to the same result, node for node.
+    monkeypatch.setattr(solver_module, "SPLIT_FIRST_ROUND", 20_000)
+    monkeypatch.setattr(solver_module, "SPLIT_TASK_NODES", 50_000)
+    deck = np.array(sim.deal(0, 7), np.uint8)
+    solver = Solver(tt_bits=16)
+    first = solver.solve(deck, sim.Rules(), node_limit=50_000)
+
+    def plan():
+        return SplitSolve(deck, sim.Rules(), first, first_win=False, node_limit=None, horizon=40, use_tt=True,
+                          use_sym=True, started=0.0, deadline=None)
+
+    def run(p, rounds=None):
+        while (rounds is None or p.rounds < rounds) and (tasks := p.tasks()):
+            results = []
+            for t in tasks:
+                results.append(search_subtree(solver, t))
+                if results[-1].status == "won":
+                    break
+            p.record(results)
+        return p
+
+    whole = run(plan()).result()
+    stopped = run(plan(), rounds=2)
+    assert stopped.rounds == 2 and not stopped.settled()
+    again = plan()
+    again.restore(json.loads(json.dumps(stopped.checkpoint())))
+    taken_up = run(again).result()
+    assert whole.proven_best and again.rounds > 2
+    assert (taken_up.outcome, taken_up.score, taken_up.nodes, taken_up.moves, taken_up.score_bound) == (
+        whole.outcome, whole.score, whole.nodes, whole.moves, whole.score_bound)
+
+
+def test_an_interrupted_run_takes_its_split_deal_up_from_the_checkpoint(tmp_path, read_games, monkeypatch):
+    import sim.jobs.solve as solve_job
+
+    config = sim.SolveConfig(n=8, seed=0, node_limit=LIMIT, split_after=SPLIT)
+    ref = read_games(sim.solve_run(config, workers=1, chunk_size=8, out=tmp_path / "ref").path).drop("seconds")
+    saved = []
+    real_save = solve_job.save_split
+
+    def save_then_stop(run_dir, payload, i, plan):
+        real_save(run_dir, payload, i, plan)
+        saved.append(plan.rounds)
+        if len(saved) == 2:
+            raise KeyboardInterrupt  # as Ctrl-C between two rounds of deal 7
+
+    monkeypatch.setattr(solve_job, "save_split", save_then_stop)
+    with pytest.raises(Interrupted):
+        sim.solve_run(config, workers=1, chunk_size=8, out=tmp_path / "run")
+    checkpoint = tmp_path / "run" / solve_job.SPLITS / "game-000000007.json"
+    assert checkpoint.is_file() and not list((tmp_path / "run" / "games").glob("*.parquet"))
+    monkeypatch.setattr(solve_job, "save_split", real_save)
+    taken_up = []
+    real_load = solve_job.load_split
+
+    def load(run_dir, payload, i):
+        taken_up.append((payload["start"] + i, real_load(run_dir, payload, i)))
+        return taken_up[-1][1]
+
+    monkeypatch.setattr(solve_job, "load_split", load)
+    again = sim.resume(tmp_path / "run", workers=1)
+    assert again.status == "complete" and read_games(tmp_path / "run").drop("seconds").equals(ref)
+    states = dict(taken_up)
+    assert states[7]["rounds"] == 2 and all(states[g] is None for g in states if g != 7)  # deal 7 went on
+    assert not (tmp_path / "run" / solve_job.SPLITS).exists()  # every part written: no checkpoint left
+    # A checkpoint that does not match its deal (or is damaged) is not trusted: the split starts again.
+    payload = {"start": 7, "solve": config.options(), "rules": sim.Rules().as_dict(), "seed": 0, "decks": None}
+    (tmp_path / "run" / solve_job.SPLITS).mkdir()
+    checkpoint.write_text(json.dumps({"format": "foursquare-sim split checkpoint", "sha256": "0", "body": {}}))
+    assert real_load(tmp_path / "run", payload, 0) is None

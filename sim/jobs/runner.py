@@ -84,8 +84,9 @@ class Job:
     default_chunk_size: Callable[[int, int], int]
     """(rows, workers) -> chunk size when none is given."""
     drive: Callable | None = None
-    """(executor, chunk tasks, warm) -> (k, columns) as chunks complete, when a job's chunks make further
-    tasks for idle workers (the solve job's hard deals); None: `executor.run(work, ...)`."""
+    """(executor, chunk tasks, warm, run directory) -> (k, columns) as chunks complete, when a job's chunks
+    make further tasks for idle workers (the solve job's hard deals, checkpointed in the run directory);
+    None: `executor.run(work, ...)`."""
 
 
 def part_name(k: int) -> str:
@@ -510,7 +511,7 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
     status = "incomplete"
     try:
         warm = functools.partial(job.warm, config, decks is not None)  # Dask workers warm themselves
-        chunks = (job.drive(p.executor, tasks(), warm) if job.drive is not None
+        chunks = (job.drive(p.executor, tasks(), warm, run_dir) if job.drive is not None
                   else p.executor.run(job.work, tasks(), warm))
         with _interrupt_on_sigterm(), contextlib.closing(chunks) as results:
             for k, cols in results:

@@ -24,6 +24,9 @@ column          meaning
 """
 
 import contextlib
+import hashlib
+import json
+import logging
 import math
 import time
 from collections import deque
@@ -37,6 +40,7 @@ from sim import kernels as K
 from sim.engine.cards import deal_range, validate_decks
 from sim.engine.rules import Rules
 from sim.jobs import runner
+from sim.jobs.files import write_atomic
 from sim.jobs.runner import Job, UsageError, read_manifest
 from sim.players.api import to_compile, warm_up
 from sim.players.oracle import warm_up_solver
@@ -45,6 +49,8 @@ from sim.solver.solver import (
     OUTCOMES, SPLIT_AFTER, RoundResults, default_split_after, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
 )
 from sim.stats import wilson
+
+log = logging.getLogger("sim.solve")
 
 OUTCOME_ENUM = pl.Enum(list(OUTCOMES))
 """The `outcome` column's type."""
@@ -133,7 +139,57 @@ def solve_work(payload: dict):
     return {"from": start, "results": results, "split": None}
 
 
-def drive_solve(executor, tasks, warm):
+SPLITS = "splits"
+"""The run directory's folder of split deals' checkpoints (`save_split`), one file per deal still open."""
+
+
+def _split_file(run_dir: Path, game: int) -> Path:
+    return Path(run_dir) / SPLITS / f"game-{game:09d}.json"
+
+
+def _split_identity(payload: dict, i: int) -> dict:
+    """What a checkpoint of deal i of a chunk must match: the deal, its rules and the solve options."""
+    return {"game": payload["start"] + i, "deck": [int(c) for c in _decks(payload)[i]], "rules": payload["rules"],
+            "solve": payload["solve"]}
+
+
+def save_split(run_dir: Path, payload: dict, i: int, plan: SplitSolve) -> None:
+    """Record a split deal's schedule between two rounds, so that a resumed run goes on from there.
+
+    Written atomically, with the digest of its contents inside: `load_split`
+    trusts a checkpoint only when the digest and the deal, rules and options
+    all match, and otherwise starts the deal's split again (which gives the
+    same row: the rounds are a pure function of the deal).
+    """
+    body = {**_split_identity(payload, i), "state": plan.checkpoint()}
+    text = json.dumps(body, sort_keys=True)
+    path = _split_file(run_dir, body["game"])
+    path.parent.mkdir(exist_ok=True)
+    doc = {"format": "foursquare-sim split checkpoint", "sha256": hashlib.sha256(text.encode()).hexdigest(),
+           "body": body}
+    write_atomic(path, lambda tmp: Path(tmp).write_text(json.dumps(doc)))
+
+
+def load_split(run_dir: Path, payload: dict, i: int) -> dict | None:
+    """The checkpointed schedule state of deal i of a chunk, or None when there is none to trust."""
+    path = _split_file(run_dir, payload["start"] + i)
+    try:
+        doc = json.loads(path.read_text())
+        body = doc["body"]
+        ok = (doc.get("format") == "foursquare-sim split checkpoint"
+              and hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest() == doc["sha256"]
+              and {k: body[k] for k in ("game", "deck", "rules", "solve")} == _split_identity(payload, i))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        ok = False
+    if not ok:
+        log.warning("%s is not a checkpoint of this run's deal; its split solve starts again", path)
+        return None
+    return body["state"]
+
+
+def drive_solve(executor, tasks, warm, run_dir: Path | None = None):
     """Run the solve job's chunks; share each hard deal's subtrees among the workers; yield (k, columns).
 
     Tasks go out in this order: subtrees of the split deals' rounds, then
@@ -141,6 +197,10 @@ def drive_solve(executor, tasks, warm):
     deals are left to start, every idle worker searches subtrees of the
     deals still running. Each split deal's rounds are joined here
     (`SplitSolve`), so its row is the one `solve_split` gives in one process.
+    With `run_dir` and no time limit, each split deal's schedule is saved
+    there after every round (`save_split`) and taken up again when a
+    resumed run meets the deal (`load_split`); the checkpoints of a chunk
+    go once its part is written.
     """
     results: dict[int, dict] = {}  # chunk -> {deal index in the chunk: SolveResult}
     payloads: dict[int, dict] = {}
@@ -186,6 +246,8 @@ def drive_solve(executor, tasks, warm):
                 if n is None:
                     continue
                 plan.record(back.results[:n])
+                if run_dir is not None and plan.deadline is None and not plan.settled():
+                    save_split(run_dir, payloads[k], i, plan)
                 if n < len(back.results):  # a win: the round's subtrees still queued are not needed
                     kept = [q for q in subtrees if q[0][:3] != (k, i, rnd)]
                     subtrees.clear()
@@ -204,10 +266,21 @@ def drive_solve(executor, tasks, warm):
                                       first_win=opts["first_win"], node_limit=opts["node_limit"],
                                       horizon=K.DECK_SIZE, use_tt=True, use_sym=True, started=started,
                                       deadline=None if t is None else started + t)
+                    state = None if run_dir is None or t is not None else load_split(run_dir, payload, i)
+                    if state is not None:
+                        plan.restore(state)
+                        log.info("game %d: split solve taken up at level %d, round %d (%s nodes so far)",
+                                 payload["start"] + i, plan.level, plan.rounds, f"{plan.nodes:,}")
                     open_round(k, i, plan)
             for k in [k for k, r in results.items() if len(r) == payloads[k]["stop"] - payloads[k]["start"]]:
                 r, payload = results.pop(k), payloads.pop(k)
                 yield k, _columns(payload, _decks(payload), [r[i] for i in range(len(r))])
+                if run_dir is not None:  # the part is written: its deals' checkpoints are not needed
+                    for g in range(payload["start"], payload["stop"]):
+                        _split_file(run_dir, g).unlink(missing_ok=True)
+    if run_dir is not None:  # every part is written: no checkpoint is left
+        with contextlib.suppress(OSError):
+            (Path(run_dir) / SPLITS).rmdir()
 
 
 def solve_frame(cols: dict) -> pl.DataFrame:

@@ -636,6 +636,29 @@ class SplitSolve:
         else:
             self.budget = SPLIT_TASK_NODES
 
+    def checkpoint(self) -> dict:
+        """The schedule's state between rounds, as JSON-ready data (`restore` takes it back).
+
+        With the frontier schedule this is small (the open tasks are paths),
+        and the rounds after it are a pure function of it: a job saves it so
+        that an interrupted hard deal resumes where it stopped.
+        """
+        return {"level": self.level, "best": self.best, "best_moves": None if self.best_moves is None
+                else list(self.best_moves), "proven_floor": self.proven_floor, "lost": self.lost,
+                "open": None if self.open is None else [[list(p) for p in task] for task in self.open],
+                "budget": self.budget, "rounds": self.rounds, "nodes": self.nodes,
+                "seconds": time.time() - self.started}
+
+    def restore(self, state: dict) -> None:
+        """Go on from `checkpoint`'s state (the deal's seconds go on from its elapsed time)."""
+        self.level, self.best = int(state["level"]), int(state["best"])
+        self.best_moves = None if state["best_moves"] is None else tuple(int(c) for c in state["best_moves"])
+        self.proven_floor, self.lost = int(state["proven_floor"]), bool(state["lost"])
+        self.open = None if state["open"] is None else [tuple(tuple(int(c) for c in p) for p in task)
+                                                         for task in state["open"]]
+        self.budget, self.rounds, self.nodes = int(state["budget"]), int(state["rounds"]), int(state["nodes"])
+        self.started = time.time() - float(state["seconds"])
+
     def _level_finished(self) -> None:
         """Every subtree of the level ended without a win: no win before turn `level`."""
         self.proven_floor = max(self.proven_floor, self.level)
