@@ -300,8 +300,8 @@ def test_an_interrupted_run_takes_its_split_deal_up_from_the_checkpoint(tmp_path
 
     def save_then_stop(run_dir, payload, i, plan):
         real_save(run_dir, payload, i, plan)
-        saved.append(plan.rounds)
-        if len(saved) == 2:
+        saved.append((payload["start"] + i, plan.rounds, plan.settled()))
+        if saved[-1] == (7, 2, False):
             raise KeyboardInterrupt  # as Ctrl-C between two rounds of deal 7
 
     monkeypatch.setattr(solve_job, "save_split", save_then_stop)
@@ -321,7 +321,9 @@ def test_an_interrupted_run_takes_its_split_deal_up_from_the_checkpoint(tmp_path
     again = sim.resume(tmp_path / "run", workers=1)
     assert again.status == "complete" and read_games(tmp_path / "run").drop("seconds").equals(ref)
     states = dict(taken_up)
-    assert states[7]["rounds"] == 2 and all(states[g] is None for g in states if g != 7)  # deal 7 went on
+    assert states[7]["rounds"] == 2  # deal 7 went on from its second round
+    # The deals settled before the interruption were taken up settled (their rows written at once).
+    assert {g for g, state in states.items() if state is not None} == {g for g, _, _ in saved}
     assert not (tmp_path / "run" / solve_job.SPLITS).exists()  # every part written: no checkpoint left
     # A checkpoint that does not match its deal (or is damaged) is not trusted: the split starts again.
     payload = {"start": 7, "solve": config.options(), "rules": sim.Rules().as_dict(), "seed": 0, "decks": None}

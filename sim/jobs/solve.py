@@ -246,7 +246,7 @@ def drive_solve(executor, tasks, warm, run_dir: Path | None = None):
                 if n is None:
                     continue
                 plan.record(back.results[:n])
-                if run_dir is not None and plan.deadline is None and not plan.settled():
+                if run_dir is not None and plan.deadline is None:  # settled too: a resume then only writes the row
                     save_split(run_dir, payloads[k], i, plan)
                 if n < len(back.results):  # a win: the round's subtrees still queued are not needed
                     kept = [q for q in subtrees if q[0][:3] != (k, i, rnd)]
