@@ -313,8 +313,8 @@ def test_an_interrupted_run_takes_its_split_deal_up_from_the_checkpoint(tmp_path
     taken_up = []
     real_load = solve_job.load_split
 
-    def load(run_dir, payload, i):
-        taken_up.append((payload["start"] + i, real_load(run_dir, payload, i)))
+    def load(run_dir, payload, i, plan):
+        taken_up.append((payload["start"] + i, real_load(run_dir, payload, i, plan)))
         return taken_up[-1][1]
 
     monkeypatch.setattr(solve_job, "load_split", load)
@@ -329,4 +329,7 @@ def test_an_interrupted_run_takes_its_split_deal_up_from_the_checkpoint(tmp_path
     payload = {"start": 7, "solve": config.options(), "rules": sim.Rules().as_dict(), "seed": 0, "decks": None}
     (tmp_path / "run" / solve_job.SPLITS).mkdir()
     checkpoint.write_text(json.dumps({"format": "foursquare-sim split checkpoint", "sha256": "0", "body": {}}))
-    assert real_load(tmp_path / "run", payload, 0) is None
+    plan = SplitSolve(np.array(sim.deal(0, 7), np.uint8), sim.Rules(), solve(sim.deal(0, 7), node_limit=1_000),
+                      first_win=False, node_limit=LIMIT, horizon=40, use_tt=True, use_sym=True, started=0.0,
+                      deadline=None)
+    assert real_load(tmp_path / "run", payload, 0, plan) is None

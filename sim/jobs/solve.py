@@ -147,9 +147,9 @@ def _split_file(run_dir: Path, game: int) -> Path:
     return Path(run_dir) / SPLITS / f"game-{game:09d}.json"
 
 
-def _split_identity(payload: dict, i: int) -> dict:
-    """What a checkpoint of deal i of a chunk must match: the deal, its rules and the solve options."""
-    return {"game": payload["start"] + i, "deck": [int(c) for c in _decks(payload)[i]], "rules": payload["rules"],
+def _split_identity(payload: dict, i: int, plan: SplitSolve) -> dict:
+    """What a checkpoint of deal i of a chunk must match: the deal (its plan's deck), rules and solve options."""
+    return {"game": payload["start"] + i, "deck": [int(c) for c in plan.deck], "rules": payload["rules"],
             "solve": payload["solve"]}
 
 
@@ -161,27 +161,27 @@ def save_split(run_dir: Path, payload: dict, i: int, plan: SplitSolve) -> None:
     all match, and otherwise starts the deal's split again (which gives the
     same row: the rounds are a pure function of the deal).
     """
-    body = {**_split_identity(payload, i), "state": plan.checkpoint()}
-    text = json.dumps(body, sort_keys=True)
-    path = _split_file(run_dir, body["game"])
+    body = json.dumps({**_split_identity(payload, i, plan), "state": plan.checkpoint()})
+    path = _split_file(run_dir, payload["start"] + i)
     path.parent.mkdir(exist_ok=True)
-    doc = {"format": "foursquare-sim split checkpoint", "sha256": hashlib.sha256(text.encode()).hexdigest(),
-           "body": body}
+    doc = {"format": "foursquare-sim split checkpoint", "sha256": hashlib.sha256(body.encode()).hexdigest(),
+           "body": body}  # the digest is of the body's text, as stored
     write_atomic(path, lambda tmp: Path(tmp).write_text(json.dumps(doc)))
 
 
-def load_split(run_dir: Path, payload: dict, i: int) -> dict | None:
-    """The checkpointed schedule state of deal i of a chunk, or None when there is none to trust."""
+def load_split(run_dir: Path, payload: dict, i: int, plan: SplitSolve) -> dict | None:
+    """The checkpointed schedule state of deal i of a chunk (whose fresh `plan` it is for), or None when
+    there is none to trust."""
     path = _split_file(run_dir, payload["start"] + i)
     try:
         doc = json.loads(path.read_text())
-        body = doc["body"]
         ok = (doc.get("format") == "foursquare-sim split checkpoint"
-              and hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest() == doc["sha256"]
-              and {k: body[k] for k in ("game", "deck", "rules", "solve")} == _split_identity(payload, i))
+              and hashlib.sha256(doc["body"].encode()).hexdigest() == doc["sha256"])
+        body = json.loads(doc["body"]) if ok else None
+        ok = ok and {k: body[k] for k in ("game", "deck", "rules", "solve")} == _split_identity(payload, i, plan)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # not a checkpoint's shape
         ok = False
     if not ok:
         log.warning("%s is not a checkpoint of this run's deal; its split solve starts again", path)
@@ -266,7 +266,7 @@ def drive_solve(executor, tasks, warm, run_dir: Path | None = None):
                                       first_win=opts["first_win"], node_limit=opts["node_limit"],
                                       horizon=K.DECK_SIZE, use_tt=True, use_sym=True, started=started,
                                       deadline=None if t is None else started + t)
-                    state = None if run_dir is None or t is not None else load_split(run_dir, payload, i)
+                    state = None if run_dir is None or t is not None else load_split(run_dir, payload, i, plan)
                     if state is not None:
                         plan.restore(state)
                         log.info("game %d: split solve taken up at level %d, round %d (%s nodes so far)",
