@@ -48,21 +48,24 @@ ORDER_NEW_PILE = 1  # a new pile first, then fewest face-down after, then the lo
 MAX_DEPTH = K.DECK_SIZE + 1
 MAX_MOVES = K.CELLS
 LINES = 2 * K.SIDE  # rows 0..6, then columns 0..6
-SEEN_AT = MAX_MOVES + 18 + MAX_DEPTH + 1
+PARITY_WORK = 44  # `_row_sets`' output
+SEEN_AT = MAX_MOVES + PARITY_WORK + MAX_DEPTH + 1
 ALL = np.int64(-1)  # a cell mask with every cell
 ENDGAME_CARDS = 5
 """By default the last 5 cards of a line with no slack are placed by `_endgame` (measured: 4 and 6 are slower)."""
 ENDGAME_AT = SEEN_AT + (MAX_DEPTH + 1) * LINES
 ENDGAME_MAX = 8  # `_endgame` takes at most this many cards
-PROFILE_AT = ENDGAME_AT + 5 * ENDGAME_MAX
+SPANS = 128  # `_firing_lines`' table per turn: index lo * 11 + hi of a line's rank span
+FIRES_AT = ENDGAME_AT + 5 * ENDGAME_MAX
+PROFILE_AT = FIRES_AT + (MAX_DEPTH + 1) * SPANS
 PROFILE_COLS = 4  # per (turn, slack 0..3 or more): nodes, cut by rule 2, table hits, table stores
 PROF_NODES = 0
 PROF_CUT = 1
 PROF_TT_HITS = 2
 PROF_TT_STORES = 3
 SCRATCH = PROFILE_AT + (MAX_DEPTH + 1) * 4 * PROFILE_COLS
-"""search_run's space: move keys, the line graph of rule 2 (two arrays), the ranks to come from each turn,
-`_endgame`'s stack and, kept from one call to the next, the ranks placed in each line of each
+"""search_run's space: move keys, rule 2's solution sets, the ranks to come from each turn,
+`_endgame`'s stack, rule 2c's firing table (`_ranks_to_come`) and, kept from one call to the next, the ranks placed in each line of each
 position on the stack, and a profile of the search (counts by turn and slack, for measurements;
 never read by the search)."""
 KEY_WORDS = 3
@@ -200,93 +203,107 @@ def _tt_store(tt_keys, tt_info, key, stamp, limit, turn):
 # --- the search ----------------------------------------------------------------
 
 
+def _parity_sets():
+    """Rules 2b-2d's equations as sets of solutions. An assignment x gives F of the box's 8
+    lines (bit i: rows 0..3, then columns 4..7); a set of assignments is 256 bits in 4 words
+    (word x >> 6, bit x & 63).
+
+    ROW_SETS[(u * 16 + occ) * 16 + down]: the x that satisfy the equations of row u's tops, a
+    top in each column j of the box with bit j of `occ`, face down where `down` has bit j
+    (F(u) + F(4 + j) = 1; face up: = 0). TIE_ROWS[tied * 16 + odd]: the x with F(i) = bit i of
+    `odd` for each row i in `tied`; TIE_COLS the same for the columns (bit j: line 4 + j)."""
+    x = np.arange(256)
+    f = (x[:, None] >> np.arange(8)) & 1  # f[x, i]: F(line i) under x
+    n = np.arange(16)
+    bits = (n[:, None] >> np.arange(4)) & 1  # bits[m, j]: bit j of m
+    # ok[x, u, occ, down]: every top of row u (columns in occ) satisfies its equation under x
+    wrong = (f[:, :4, None, None, None] ^ f[:, None, None, None, 4:]) != bits[None, None, None, :, :]
+    ok = ~(wrong & (bits[None, None, :, None, :] == 1)).any(axis=-1)
+    # tie_ok[x, tied, odd]: every tied line of the four has F = its bit of odd
+    def ties(g):
+        bad = (g[:, None, None, :] != bits[None, None, :, :]) & (bits[None, :, None, :] == 1)
+        return ~bad.any(axis=-1)
+
+    def packed(sat):  # sat[x, ...] -> (..., 4) words
+        flat = sat.reshape(256, -1).T.astype(np.uint64)
+        words = np.zeros((flat.shape[0], 4), np.uint64)
+        for w in range(4):
+            words[:, w] = (flat[:, 64 * w:64 * w + 64] << np.arange(64, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
+        return words
+
+    rows, tie_rows, tie_cols = packed(ok), packed(ties(f[:, :4])), packed(ties(f[:, 4:]))
+    return rows.view(np.int64), tie_rows.view(np.int64), tie_cols.view(np.int64)
+
+
+ROW_SETS, TIE_ROWS, TIE_COLS = _parity_sets()
+
+
 @njit(cache=True, inline="always")
-def _line_graph(state, r0, c0, same, other):
-    """The top cards' equations of rules 2b-2d as a graph on the box's lines: nodes 0..3 are
-    its rows, 4..7 its columns; same[u] (other[u]) has bit v for each top card in lines u and
-    v that is face up (face down): F(u) + F(v) = 0 (= 1). A row and a column share at most
-    one cell, so at most one equation."""
-    for i in range(8):
-        same[i] = 0
-        other[i] = 0
+def _row_sets(state, r0, r1, c0, work):
+    """The top cards' equations of rules 2b-2d, a row of the box at a time: work[4 * u : 4 * u + 4]
+    is the set of the x that satisfy row u's (`ROW_SETS`), work[16 + 4 * u : 20 + 4 * u] those
+    of every other row, work[32:36] all of them; work[36 + u] and work[40 + u] are row u's
+    occupied and face-down cells (bit j: column j of the box)."""
+    occupied = state[K.OCCUPIED]
     down = state[K.FACE_DOWN]
-    m = state[K.OCCUPIED]
-    while m:
-        cell = K.lowest_cell(m)
-        m &= m - 1
-        a = K.ROW_OF[cell] - r0
-        b = 4 + K.COL_OF[cell] - c0
-        if (down >> cell) & 1:
-            other[a] |= 1 << b
-            other[b] |= 1 << a
-        else:
-            same[a] |= 1 << b
-            same[b] |= 1 << a
+    for u in range(4):
+        occ = 0
+        dn = 0
+        if r0 + u <= r1:
+            shift = (r0 + u) * K.SIDE + c0  # box cells only: a bit past column 6 is an empty cell
+            occ = (occupied >> shift) & 15
+            dn = (down >> shift) & 15
+        work[36 + u] = occ
+        work[40 + u] = dn
+        e = (u * 16 + occ) * 16 + dn
+        for k in range(4):
+            work[4 * u + k] = ROW_SETS[e, k]
+    for k in range(4):
+        a = work[k]
+        b = work[4 + k]
+        c = work[8 + k]
+        d = work[12 + k]
+        work[16 + k] = b & c & d
+        work[20 + k] = a & c & d
+        work[24 + k] = a & b & d
+        work[28 + k] = a & b & c
+        work[32 + k] = a & b & c & d
 
 
 @njit(cache=True, inline="always")
-def _solvable(same, other, tied, odd, a, b):
+def _solvable(work, u, j, tied, odd, free):
     """Do the line-parity equations of rules 2b-2d have a solution?
 
-    The top cards' equations are `_line_graph`'s; bit i of `tied` ties
-    line i to "F = 0" (node 8) with the parity in bit i of `odd` (F = 0 for
-    a line that gets no card, rule 2b; F = 1 for a line whose odd number
-    of placements all fire, rule 2c). Row `a` and column `b` (-1: none)
-    are freed and the equation of their common cell dropped (it gets
-    covered). A two-colouring of the 9 nodes, node by node, on bit masks.
+    The top cards' equations are `_row_sets`' (u = -1), or all but that of
+    the top in row u and column j of the box (it gets covered). Bit i of
+    `tied` ties line i to F = bit i of `odd` (F = 0 for a line that gets no
+    card, rule 2b; F = 1 for a line whose odd number of placements all
+    fire, rule 2c), except the lines in `free`. A solution exists when some
+    x of the 256 is in every set.
     """
-    zero = 8
-    if a >= 0:
-        tied &= ~(1 << a)
-    if b >= 0:
-        tied &= ~(1 << b)
-    visited = 1 << zero
-    ones = 0  # nodes whose F is 1 (relative to the first node of their component)
-    frontier = 1 << zero  # node 8 first: its F is 0
-    start = 7
-    while True:
-        while frontier:
-            u = K.lowest_cell(frontier)
-            frontier &= frontier - 1
-            if u == zero:
-                sm = tied & ~odd
-                ot = tied & odd
-            else:
-                sm = same[u]
-                ot = other[u]
-                if u == a:
-                    sm &= ~(1 << b)
-                    ot &= ~(1 << b)
-                elif u == b:
-                    sm &= ~(1 << a)
-                    ot &= ~(1 << a)
-                if (tied >> u) & 1:
-                    if (odd >> u) & 1:
-                        ot |= 1 << zero
-                    else:
-                        sm |= 1 << zero
-            if (ones >> u) & 1:
-                want_one = sm
-                want_zero = ot
-            else:
-                want_one = ot
-                want_zero = sm
-            if (want_one & visited & ~ones) or (want_zero & visited & ones):
-                return False
-            new = (sm | ot) & ~visited
-            ones |= want_one & new
-            visited |= new
-            frontier |= new
-        while start >= 0 and (visited >> start) & 1:
-            start -= 1
-        if start < 0:
-            return True
-        visited |= 1 << start
-        frontier = 1 << start
+    t = tied & ~free
+    tr = (t & 15) * 16 + (odd & 15)
+    tc = ((t >> 4) & 15) * 16 + ((odd >> 4) & 15)
+    if u < 0:
+        w0 = work[32]
+        w1 = work[33]
+        w2 = work[34]
+        w3 = work[35]
+    else:
+        e = (u * 16 + (work[36 + u] & ~(1 << j))) * 16 + work[40 + u]
+        w0 = work[16 + 4 * u] & ROW_SETS[e, 0]
+        w1 = work[17 + 4 * u] & ROW_SETS[e, 1]
+        w2 = work[18 + 4 * u] & ROW_SETS[e, 2]
+        w3 = work[19 + 4 * u] & ROW_SETS[e, 3]
+    w0 &= TIE_ROWS[tr, 0] & TIE_COLS[tc, 0]
+    w1 &= TIE_ROWS[tr, 1] & TIE_COLS[tc, 1]
+    w2 &= TIE_ROWS[tr, 2] & TIE_COLS[tc, 2]
+    w3 &= TIE_ROWS[tr, 3] & TIE_COLS[tc, 3]
+    return (w0 | w1 | w2 | w3) != 0
 
 
 @njit(cache=True, inline="always")
-def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, same, other):
+def _stacks_needed(state, rules, most, ranks, lines_seen, fires, t, work):
     """A lower bound (up to `most`, at most 2) on the cards that must go on occupied cells
     before a win (pruning rules 2b, 2c and 2d).
 
@@ -301,8 +318,8 @@ def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, same, 
     top card) have no solution, at least one card must go on an occupied
     cell. One such card, on cell x, removes x's equation (x is covered) and
     frees F of x's row and column, and nothing else: if no x makes the rest
-    solvable, at least two are needed. The check (`_solvable`) two-colours
-    a graph on the 4 + 4 lines of the box and a node for "F = 0".
+    solvable, at least two are needed. The check (`_solvable`) intersects
+    the sets of the line assignments that satisfy each equation.
 
     Rule 2c: `ranks` (the mask of the ranks of the cards to come before turn
     `limit`, deck[t : limit-1]; 0 with the rule off, and the caller passes 0
@@ -348,53 +365,55 @@ def _stacks_needed(state, rules, most, ranks, lines_seen, deck, t, limit, same, 
                 closed |= 1 << (4 + c - c0)
     fired = 0
     odd = 0
-    _line_graph(state, r0, c0, same, other)
-    if state[K.FACE_DOWN_COUNT] == 0 or _solvable(same, other, closed, 0, -1, -1):
+    _row_sets(state, r0, r1, c0, work)
+    if state[K.FACE_DOWN_COUNT] == 0 or _solvable(work, -1, 0, closed, 0, 0):
         # Rule 2b finds no contradiction. Rule 2c may (`ranks`: the cards to come).
         if ranks == 0:
             return 0, ALL
-        fired, odd = _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fixed, empty)
+        fired, odd = _firing_lines(state, ranks, lines_seen, fires, t, rows_fixed, cols_fixed, empty)
         if fired == 0 or (odd == 0 and state[K.FACE_DOWN_COUNT] == 0) \
-                or _solvable(same, other, closed | fired, odd, -1, -1):
+                or _solvable(work, -1, 0, closed | fired, odd, 0):
             return 0, ALL
     elif ranks != 0 and most > 1:
-        fired, odd = _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fixed, empty)
+        fired, odd = _firing_lines(state, ranks, lines_seen, fires, t, rows_fixed, cols_fixed, empty)
     if most == 1:
         return 1, ALL
+    tied = closed | fired
+    m = occupied & ~state[K.FULL]
     if ranks == 0:
-        m = occupied & ~state[K.FULL]
         while m:
             x = K.lowest_cell(m)
             m &= m - 1
-            if _solvable(same, other, closed, 0, K.ROW_OF[x] - r0, 4 + K.COL_OF[x] - c0):
+            u = K.ROW_OF[x] - r0
+            j = K.COL_OF[x] - c0
+            if _solvable(work, u, j, closed, 0, (1 << u) | (1 << (4 + j))):
                 return 1, ALL
         return 2, ALL
     # Rule 2d: one card on a pile, on any cell (R, C) of the box: the piles there now (each one's
     # answer is wanted), then, while none has a solution, the cells a card to come may open.
-    tied = closed | fired
     need = 2
     allow = np.int64(0)
-    m = occupied & ~state[K.FULL]
     while m:
         x = K.lowest_cell(m)
         m &= m - 1
-        if _solvable(same, other, tied, odd, K.ROW_OF[x] - r0, 4 + K.COL_OF[x] - c0):
+        u = K.ROW_OF[x] - r0
+        j = K.COL_OF[x] - c0
+        if _solvable(work, u, j, tied, odd, (1 << u) | (1 << (4 + j))):
             need = 1
             allow |= np.int64(1) << x
     m = empty if need == 2 else 0
     while m:
         x = K.lowest_cell(m)
         m &= m - 1
-        i = K.ROW_OF[x] - r0
-        j = 4 + K.COL_OF[x] - c0
-        if (tied & ((1 << i) | (1 << j))) != 0 and _solvable(same, other, tied, odd, i, j):
+        free = (1 << (K.ROW_OF[x] - r0)) | (1 << (4 + K.COL_OF[x] - c0))
+        if (tied & free) != 0 and _solvable(work, -1, 0, tied, odd, free):
             need = 1  # a card may still go on a pile opened later
             break
     return need, allow
 
 
 @njit(cache=True, inline="always")
-def _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fixed, empty):
+def _firing_lines(state, ranks, lines_seen, fires, t, rows_fixed, cols_fixed, empty):
     """Rule 2c: (fired, odd), the masks of the fixed lines whose every placement fires and of
     those among them with an odd number of placements (line bits as in `_solvable`).
 
@@ -413,12 +432,16 @@ def _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fix
     counted here. `lines_seen[line]` (rows 0..6, then columns) has bit v
     for each rank placed in the line so far: a superset of its tops' ranks
     (a covered card stays in it), which only widens [lo, hi], so the rule
-    stays sound and costs no scan of the line.
+    stays sound and costs no scan of the line. Both tests on the cards to
+    come depend only on (t, lo, hi), so `_ranks_to_come` makes them once
+    per limit: fires[t * SPANS + lo * 11 + hi] has bit 0 for the first
+    and bit 1 for the second.
     """
     r0 = state[K.MIN_ROW]
     c0 = state[K.MIN_COL]
     fired = 0
     odd = 0
+    row = t * SPANS
     for i in range(8):
         if i < 4:
             if not rows_fixed or r0 + i > state[K.MAX_ROW]:
@@ -436,39 +459,28 @@ def _firing_lines(state, ranks, lines_seen, deck, t, limit, rows_fixed, cols_fix
             continue  # cannot happen in a connected table; nothing to compare with
         lo = K.lowest_cell(seen)
         hi = 63 - leading_zeros(seen)
-        if ranks & ((2 << hi) - (1 << lo)):
-            continue  # a rank to come lies within the tops' span: it may not fire
-        if e > 1:
-            fires = True
-            for j in range(t, limit - 1):  # later placements also compare with earlier ones
-                v = deck[j]
-                if lo <= v <= hi:
-                    fires = False
-                    break
-                lo = min(lo, v)
-                hi = max(hi, v)
-            if not fires:
-                continue
+        if fires[row + lo * 11 + hi] & (2 if e > 1 else 1) == 0:
+            continue  # a card to come may fall within the span: it may not fire
         fired |= 1 << i
         odd |= (e & 1) << i
     return fired, odd
 
 
 @njit(cache=True, inline="always")
-def _need(state, rules, target, slack, ranks, slack_parity, lines_seen, deck, t, limit, same, other):
+def _need(state, rules, target, slack, ranks, slack_parity, lines_seen, fires, t, work):
     """Cards still needed at the least before a win is possible (pruning rule 2).
 
     `slack` is how many cards beyond one per missing pile the caller can
     afford; the bound is only refined as far as that decides anything.
     `ranks` is the mask of the ranks of deck[t : limit-1] for rule 2c (0: off), used with no
     slack, and with one card of slack when `slack_parity` (rule 2d); `lines_seen` the ranks
-    placed in each line (`_firing_lines`). Returns (the bound, the occupied cells the next card
-    may go on, as `_stacks_needed`).
+    placed in each line and `fires` its table (`_firing_lines`); `work` holds PARITY_WORK int64.
+    Returns (the bound, the occupied cells the next card may go on, as `_stacks_needed`).
     """
     p = state[K.PILES]
     if p < target:
         r = ranks if slack <= 0 or (slack == 1 and slack_parity) else 0
-        stacks, allow = _stacks_needed(state, rules, slack + 1, r, lines_seen, deck, t, limit, same, other)
+        stacks, allow = _stacks_needed(state, rules, slack + 1, r, lines_seen, fires, t, work)
         return target - p + stacks, allow
     return (1 if state[K.FACE_DOWN_COUNT] > 0 else 0), ALL
 
@@ -598,15 +610,35 @@ def _gen_moves(state, rules, card, turn, limit, target, order, moves, d, keys, a
 
 
 @njit(cache=True, inline="always")
-def _ranks_to_come(deck, limit, use_ranks, out):
+def _ranks_to_come(deck, limit, use_ranks, out, fires):
     """out[t]: the mask of the ranks of deck[t : limit-1] (bit v for rank v), the cards a win before
     turn `limit` may still place after t cards; 0 (rule 2c off there) when more than `use_ranks`
-    cards are to come."""
+    cards are to come. Where it is not 0, `fires` gets rule 2c's tests on those cards for every
+    rank span [lo, hi] of a line (`_firing_lines`): at t * SPANS + lo * 11 + hi, bit 0 when no
+    card to come lies within it, bit 1 when each, in deck order, lies outside it and outside
+    the span of the ones before it as well."""
     acc = 0
     for t in range(out.shape[0] - 1, -1, -1):
         if t < limit - 1 and t < deck.shape[0]:
             acc |= 1 << deck[t]
         out[t] = acc if limit - 1 - t <= use_ranks else 0
+        if out[t] == 0:
+            continue
+        for lo in range(1, K.RANKS + 1):
+            for hi in range(lo, K.RANKS + 1):
+                code = 0
+                if out[t] & ((2 << hi) - (1 << lo)) == 0:
+                    code = 3
+                    a = lo
+                    b = hi
+                    for j in range(t, limit - 1):
+                        v = deck[j]
+                        if a <= v <= b:
+                            code = 1
+                            break
+                        a = min(a, v)
+                        b = max(b, v)
+                fires[t * SPANS + lo * 11 + hi] = code
 
 
 @njit(cache=True)
@@ -662,9 +694,9 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
         K.borrowed(tt_info)
     scratch, codes = K.borrowed(scratch), K.borrowed(codes)
     keys = scratch[:MAX_MOVES]
-    graph_same = scratch[MAX_MOVES:MAX_MOVES + 9]
-    graph_other = scratch[MAX_MOVES + 9:MAX_MOVES + 18]
-    to_come = scratch[MAX_MOVES + 18:SEEN_AT]
+    parity_work = scratch[MAX_MOVES:MAX_MOVES + PARITY_WORK]
+    fires = scratch[FIRES_AT:PROFILE_AT]
+    to_come = scratch[MAX_MOVES + PARITY_WORK:SEEN_AT]
     seen = scratch[SEEN_AT:ENDGAME_AT].reshape((MAX_DEPTH + 1, LINES))
     seen[0, :] = 0  # the root, the empty table
     endgame_work = scratch[ENDGAME_AT:PROFILE_AT]
@@ -683,7 +715,7 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
     use_ranks = ctl[CTL_USE_RANKS]
     slack_parity = ctl[CTL_SLACK_PARITY]
     profile = scratch[PROFILE_AT:SCRATCH].reshape((MAX_DEPTH + 1, 4, PROFILE_COLS))
-    _ranks_to_come(deck, limit, use_ranks, to_come)
+    _ranks_to_come(deck, limit, use_ranks, to_come, fires)
     while ctl[CTL_STATUS] == RUNNING:
         if nodes >= budget:
             break
@@ -724,13 +756,13 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
                 if stop_at_win or limit <= target:
                     ctl[CTL_STATUS] = STOPPED_AT_WIN
                     break
-                _ranks_to_come(deck, limit, use_ranks, to_come)
+                _ranks_to_come(deck, limit, use_ranks, to_come, fires)
             continue
         slack = limit - 1 - t - (target - child[K.PILES])
         sb = min(3, max(0, slack))
         profile[t, sb, PROF_NODES] += 1
-        need, allow = _need(child, rules, target, slack, to_come[t], slack_parity, seen[t], deck, t, limit,
-                            graph_same, graph_other)
+        need, allow = _need(child, rules, target, slack, to_come[t], slack_parity, seen[t], fires, t,
+                            parity_work)
         if t + need >= limit:
             profile[t, sb, PROF_CUT] += 1
             continue  # rule 2 (rule 1 was applied when the move was generated)
@@ -748,7 +780,7 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
                 if stop_at_win or limit <= target:
                     ctl[CTL_STATUS] = STOPPED_AT_WIN
                     break
-                _ranks_to_come(deck, limit, use_ranks, to_come)
+                _ranks_to_come(deck, limit, use_ranks, to_come, fires)
             continue
         tt_here = use_tt and (t <= tt_depth or slack > 0)
         tabled[t] = tt_here
@@ -782,9 +814,10 @@ def _bound(state, rules, deck, t, limit, use_ranks, slack_parity):
     """`_need` from a lone state, as the search would compute it (the ranks placed in each line
     taken as its tops' ranks)."""
     target = rules[K.RULE_GRID] * rules[K.RULE_GRID]
-    work = np.zeros(18, np.int64)
+    work = np.zeros(PARITY_WORK, np.int64)
     to_come = np.zeros(MAX_DEPTH + 1, np.int64)
-    _ranks_to_come(deck, limit, use_ranks, to_come)
+    fires = np.zeros((MAX_DEPTH + 1) * SPANS, np.int64)
+    _ranks_to_come(deck, limit, use_ranks, to_come, fires)
     slack = limit - 1 - t - (target - state[K.PILES])
     seen = np.zeros(LINES, np.int64)  # the tops' ranks of each line
     m = state[K.OCCUPIED]
@@ -793,7 +826,7 @@ def _bound(state, rules, deck, t, limit, use_ranks, slack_parity):
         m &= m - 1
         seen[K.ROW_OF[cell]] |= 1 << state[K.TOP + cell]
         seen[K.SIDE + K.COL_OF[cell]] |= 1 << state[K.TOP + cell]
-    return _need(state, rules, target, slack, to_come[t], slack_parity, seen, deck, t, limit, work[:9], work[9:])
+    return _need(state, rules, target, slack, to_come[t], slack_parity, seen, fires, t, work)
 
 
 @njit(cache=True)
