@@ -7,11 +7,14 @@ For each deal, searches for a win before turn `--level` (one level of the
 least-cards search, stopping at the first win) with `--node-limit`, and
 prints the positions reached, cut by rule 2 and cut or stored by the
 table, per turn and slack (cards beyond one per missing pile), then the
-table's stores and overwrites. Node counts only: a pure function of the
-deal and the options.
+table's stores and overwrites: a pure function of the deal and the
+options. The seconds it took are printed too (after a warm-up level, so
+that loading the compiled search is not counted); they depend on the
+machine and its load.
 """
 
 import argparse
+import time
 
 import sim
 from sim.solver.solver import Solver, level_profile
@@ -29,10 +32,14 @@ def main() -> None:
     args = parser.parse_args()
     opts = {SWITCHES[k]: False for k in args.off.split(",") if k}
     solver = Solver()
+    level_profile(solver, sim.deal(args.seed, 0), sim.Rules(), 17, 1000)  # load the compiled search
     for g in (int(x) for x in args.deals.split(",") if x):
+        start = time.perf_counter()
         p = level_profile(solver, sim.deal(args.seed, g), sim.Rules(), args.level, args.node_limit, **opts)
+        seconds = time.perf_counter() - start
         c = p.counts
-        print(f"deal {g}, win before turn {p.level}: {p.status}, {p.nodes:,} nodes; table: {p.tt_hits:,} hits, "
+        print(f"deal {g}, win before turn {p.level}: {p.status}, {p.nodes:,} nodes, {seconds:.1f} s; "
+              f"table: {p.tt_hits:,} hits, "
               f"{p.tt_stores:,} stores, {p.tt_overwrites:,} overwrites")
         print("turn | reached s0 s1 s2 s3+ | cut by rule 2 s0 s1 s2 s3+ | table hits s1 | stores s1")
         for t in range(c.shape[0]):

@@ -30,7 +30,8 @@ import sim
 from sim import kernels as K
 from sim.engine.board import Board
 from sim.engine.loop import play_line
-from sim.solver.search import ENDGAME_CARDS, cards_needed, piles_allowed
+from sim.solver.search import ENDGAME_CARDS, ENDGAME_MAX, ROW_SETS, TIE_COLS, TIE_ROWS, cards_needed, endgame_line, \
+    piles_allowed
 from sim.solver.solver import Solver, level_profile, solve
 
 pytestmark = pytest.mark.slow  # brute force and full-deal searches: minutes in all
@@ -394,6 +395,90 @@ def test_slack_parity_never_cuts_a_win():
             K.place(board, r, cell, deck[t])
     assert deals >= 10 and seen["slack1"] >= 200 and seen["wins"] >= 30, (deals, seen)
     assert seen["cut_2d"] >= 10 and seen["piles_dropped"] >= 10, str(seen)
+
+
+def test_parity_sets_hold_exactly_the_solutions_of_their_equations():
+    # Rule 2's systems are solved as intersections of precomputed sets of line assignments (bit i
+    # of x: F of line i, rows 0..3 then columns 4..7): each set, checked assignment by assignment.
+    rng = np.random.default_rng(4)
+
+    def holds(words, x):
+        return (int(words.view(np.uint64)[x >> 6]) >> (x & 63)) & 1 == 1
+
+    for _ in range(3000):
+        x, u, occ, down, tied, odd = (int(v) for v in rng.integers(0, (256, 4, 16, 16, 16, 16)))
+        f = [(x >> i) & 1 for i in range(8)]
+        tops = [j for j in range(4) if (occ >> j) & 1]
+        assert holds(ROW_SETS[(u * 16 + occ) * 16 + down], x) == all(f[u] ^ f[4 + j] == (down >> j) & 1 for j in tops)
+        ties = [i for i in range(4) if (tied >> i) & 1]
+        assert holds(TIE_ROWS[tied * 16 + odd], x) == all(f[i] == (odd >> i) & 1 for i in ties)
+        assert holds(TIE_COLS[tied * 16 + odd], x) == all(f[4 + i] == (odd >> i) & 1 for i in ties)
+
+
+@njit(cache=False)
+def _wins_opening_piles(deck, rules, limit, state, t):
+    """Does some line from `state` (t cards placed) in which every card opens a pile win before
+    turn `limit`? With no slack no other line can (16 piles need 16 cards); no other pruning."""
+    if t + 1 >= limit:
+        return False
+    card = deck[t]
+    child = np.empty_like(state)
+    m = K.legal_cells(state, rules) & ~state[K.OCCUPIED]
+    while m:
+        cell = K.lowest_cell(m)
+        m &= m - 1
+        child[:] = state
+        K.draw(child, card)
+        K.place(child, rules, cell, card)
+        end = K.end_of_turn(child, rules)
+        if end == K.END_WIN:
+            return True
+        if end == K.GOES_ON and _wins_opening_piles(deck, rules, limit, child, t + 1):
+            return True
+    return False
+
+
+def test_endgame_agrees_with_brute_force():
+    # Rule 5 (the last cards with no slack in a full box, with rule 2's parity cuts at every
+    # placement): full deals with a 16-card win, positions after 8 to 12 cards along the winning
+    # line and one move off it, searched for a win before turn 17. Wherever the box is full,
+    # rule 5 wins exactly when brute force does, and its cells replay through the engine to a win.
+    rules = sim.Rules()
+    r = rules.as_array()
+    limit = 17
+    seen = {"positions": 0, "wins": 0, "no_win": 0, "long": 0}
+    for g in range(60):
+        deck = np.array(sim.deal(3, g), np.int64)
+        best = solve(deck, node_limit=50_000)
+        if not best.proven_best or best.score != 24:
+            continue
+        board = np.empty(K.STATE_SIZE, np.int64)
+        K.reset(board)
+        for t, cell in enumerate(best.moves[:12]):
+            for c in range(K.CELLS) if t >= 7 else ():
+                if not (K.legal_cells(board, r) >> c) & 1 or (board[K.OCCUPIED] >> c) & 1:
+                    continue
+                state = board.copy()
+                K.draw(state, deck[t])
+                K.place(state, r, c, deck[t])
+                k = 16 - state[K.PILES]
+                if state[K.FACE_DOWN_COUNT] > rules.max_face_down or k > ENDGAME_MAX \
+                        or state[K.MAX_ROW] - state[K.MIN_ROW] != 3 or state[K.MAX_COL] - state[K.MIN_COL] != 3:
+                    continue
+                seen["positions"] += 1
+                seen["long"] += k >= 6  # six to eight cards: more than a few hundred orders
+                won, cells = endgame_line(state, r, deck, t + 1, limit)
+                assert won == _wins_opening_piles(deck, r, limit, state, t + 1), (g, t, c)
+                seen["wins" if won else "no_win"] += 1
+                if won:
+                    after = state.copy()
+                    for i, y in enumerate(cells):
+                        K.draw(after, deck[t + 1 + i])
+                        K.place(after, r, y, deck[t + 1 + i])
+                    assert K.end_of_turn(after, r) == K.END_WIN
+            K.draw(board, deck[t])
+            K.place(board, r, cell, deck[t])
+    assert seen["wins"] >= 30 and seen["no_win"] >= 100 and seen["long"] >= 30, seen
 
 
 def test_level_profile_counts_every_placement():

@@ -51,12 +51,14 @@ LINES = 2 * K.SIDE  # rows 0..6, then columns 0..6
 PARITY_WORK = 44  # `_row_sets`' output
 SEEN_AT = MAX_MOVES + PARITY_WORK + MAX_DEPTH + 1
 ALL = np.int64(-1)  # a cell mask with every cell
-ENDGAME_CARDS = 5
-"""By default the last 5 cards of a line with no slack are placed by `_endgame` (measured: 4 and 6 are slower)."""
+ENDGAME_CARDS = 8
+"""By default the last 8 cards of a line with no slack (and a full box) are placed by `_endgame`
+(measured against 5, 6 and 7 in docs/solver.md)."""
 ENDGAME_AT = SEEN_AT + (MAX_DEPTH + 1) * LINES
 ENDGAME_MAX = 8  # `_endgame` takes at most this many cards
+ENDGAME_WORK = 13 * ENDGAME_MAX
 SPANS = 128  # `_firing_lines`' table per turn: index lo * 11 + hi of a line's rank span
-FIRES_AT = ENDGAME_AT + 5 * ENDGAME_MAX
+FIRES_AT = ENDGAME_AT + ENDGAME_WORK
 PROFILE_AT = FIRES_AT + (MAX_DEPTH + 1) * SPANS
 PROFILE_COLS = 4  # per (turn, slack 0..3 or more): nodes, cut by rule 2, table hits, table stores
 PROF_NODES = 0
@@ -303,6 +305,26 @@ def _solvable(work, u, j, tied, odd, free):
 
 
 @njit(cache=True, inline="always")
+def _mask_solvable(occupied, down, r0, c0, tied, odd):
+    """`_solvable` for all the top cards' equations of a box at (r0, c0) of `grid` rows and
+    columns, straight from the masks (for `_endgame`, whose box is full)."""
+    t = tied
+    w0 = TIE_ROWS[(t & 15) * 16 + (odd & 15), 0] & TIE_COLS[((t >> 4) & 15) * 16 + ((odd >> 4) & 15), 0]
+    w1 = TIE_ROWS[(t & 15) * 16 + (odd & 15), 1] & TIE_COLS[((t >> 4) & 15) * 16 + ((odd >> 4) & 15), 1]
+    w2 = TIE_ROWS[(t & 15) * 16 + (odd & 15), 2] & TIE_COLS[((t >> 4) & 15) * 16 + ((odd >> 4) & 15), 2]
+    w3 = TIE_ROWS[(t & 15) * 16 + (odd & 15), 3] & TIE_COLS[((t >> 4) & 15) * 16 + ((odd >> 4) & 15), 3]
+    for u in range(4):
+        if r0 + u < K.SIDE:
+            shift = (r0 + u) * K.SIDE + c0
+            e = (u * 16 + ((occupied >> shift) & 15)) * 16 + ((down >> shift) & 15)
+            w0 &= ROW_SETS[e, 0]
+            w1 &= ROW_SETS[e, 1]
+            w2 &= ROW_SETS[e, 2]
+            w3 &= ROW_SETS[e, 3]
+    return (w0 | w1 | w2 | w3) != 0
+
+
+@njit(cache=True, inline="always")
 def _stacks_needed(state, rules, most, ranks, lines_seen, fires, t, work):
     """A lower bound (up to `most`, at most 2) on the cards that must go on occupied cells
     before a win (pruning rules 2b, 2c and 2d).
@@ -486,34 +508,42 @@ def _need(state, rules, target, slack, ranks, slack_parity, lines_seen, fires, t
 
 
 @njit(cache=True, inline="always")
-def _endgame(state, rules, deck, t, k, line, work):
+def _endgame(state, rules, deck, t, k, line, work, lines_seen, to_come, fires):
     """Is there a win in exactly `k` more cards, each opening a pile inside the full box?
     Returns (won, placements tried); a win's cells go to line[t : t+k].
 
     Rule 5 (docs/solver.md): with no slack and a box that already
     spans `grid` rows and columns, every card to come opens a pile on one
     of the box's empty cells, and the game's state needs only three masks
-    (occupied, face down, and the legal empty cells). This plain depth-first
-    search over them places the cards exactly as `K.place` would (the row
-    and column checks compare with the face-up others' ranks, from the
-    `K.ranks_above_and_equal` masks of the tops and of the cards it placed),
-    cutting a line only when it loses at once (rule 1) or leaves a face-down
-    top with no empty cell left in its row or column (rule 2b's simplest
-    case: no check can turn it up). `work` holds 5 * ENDGAME_MAX int64.
+    (occupied, face down, and the legal empty cells) and the ranks placed
+    in each of the box's lines. This depth-first search over them places
+    the cards exactly as `K.place` would (the row and column checks compare
+    with the face-up others' ranks, from the `K.ranks_above_and_equal`
+    masks of the tops and of the cards it placed), and cuts a line only as
+    the main search would: when it loses at once (rule 1), or when rule 2's
+    parity systems (2b, and 2c with `to_come` and `fires`, as
+    `_stacks_needed` builds them with no slack) have no solution.
+    `lines_seen` are the ranks placed in each line before (`seen`);
+    `work` holds ENDGAME_WORK int64.
     """
     occ = work[0:ENDGAME_MAX]
     down = work[ENDGAME_MAX:2 * ENDGAME_MAX]
     legal = work[2 * ENDGAME_MAX:3 * ENDGAME_MAX]
     avail = work[3 * ENDGAME_MAX:4 * ENDGAME_MAX]
     cells = work[4 * ENDGAME_MAX:5 * ENDGAME_MAX]
+    seen = work[5 * ENDGAME_MAX:13 * ENDGAME_MAX]  # 8 per depth: the box's rows, then its columns
     max_fd = rules[K.RULE_MAX_FACE_DOWN]
     grid = rules[K.RULE_GRID]
-    box = K.BAND_ROWS[state[K.MIN_ROW] * K.SIDE + state[K.MIN_ROW] + grid - 1] \
-        & K.BAND_COLS[state[K.MIN_COL] * K.SIDE + state[K.MIN_COL] + grid - 1]
+    r0 = state[K.MIN_ROW]
+    c0 = state[K.MIN_COL]
+    box = K.BAND_ROWS[r0 * K.SIDE + r0 + grid - 1] & K.BAND_COLS[c0 * K.SIDE + c0 + grid - 1]
     occ[0] = state[K.OCCUPIED]
     down[0] = state[K.FACE_DOWN]
     legal[0] = state[K.OPEN] & box
     avail[0] = legal[0]
+    for i in range(4):
+        seen[i] = lines_seen[r0 + i] if r0 + i < K.SIDE else 0
+        seen[4 + i] = lines_seen[K.SIDE + c0 + i] if c0 + i < K.SIDE else 0
     tried = 0
     j = 0
     while j >= 0:
@@ -553,14 +583,37 @@ def _endgame(state, rules, deck, t, k, line, work):
             continue
         no = occ[j] | bit
         empty = box & ~no
-        reach = np.int64(0)  # the rows and columns of the empty cells
-        m = empty
-        while m:
-            e = K.lowest_cell(m)
-            m &= m - 1
-            reach |= K.ROW_MASK[K.ROW_OF[e]] | K.COL_MASK[K.COL_OF[e]]
-        if nd & ~reach:
-            continue  # a face-down top no check can reach any more
+        u = K.ROW_OF[y] - r0
+        x = 4 + K.COL_OF[y] - c0
+        for i in range(8):
+            seen[8 * (j + 1) + i] = seen[8 * j + i]
+        seen[8 * (j + 1) + u] |= 1 << v
+        seen[8 * (j + 1) + x] |= 1 << v
+        # Rule 2 with no slack (as `_stacks_needed`): the system of 2b, with 2c's ties when
+        # the ranks to come are known, must have a solution.
+        closed = 0
+        fired = 0
+        odd = 0
+        ranks = to_come[t + j + 1]
+        base = (t + j + 1) * SPANS
+        for i in range(8):
+            if (i & 3) >= grid:
+                continue  # not a line of the box
+            lm = K.ROW_MASK[r0 + i] if i < 4 else K.COL_MASK[c0 + i - 4]
+            e = K.popcount(lm & empty)
+            if e == 0:
+                closed |= 1 << i
+            elif ranks != 0:
+                sn = seen[8 * (j + 1) + i]
+                if sn == 0:
+                    continue
+                lo = K.lowest_cell(sn)
+                hi = 63 - leading_zeros(sn)
+                if fires[base + lo * 11 + hi] & (2 if e > 1 else 1) != 0:
+                    fired |= 1 << i
+                    odd |= (e & 1) << i
+        if (nd != 0 or odd != 0) and not _mask_solvable(no, nd, r0, c0, closed | fired, odd):
+            continue  # rule 2
         occ[j + 1] = no
         down[j + 1] = nd
         legal[j + 1] = (legal[j] | (K.neighbours(y, rules) & empty)) & ~bit
@@ -699,7 +752,7 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
     to_come = scratch[MAX_MOVES + PARITY_WORK:SEEN_AT]
     seen = scratch[SEEN_AT:ENDGAME_AT].reshape((MAX_DEPTH + 1, LINES))
     seen[0, :] = 0  # the root, the empty table
-    endgame_work = scratch[ENDGAME_AT:PROFILE_AT]
+    endgame_work = scratch[ENDGAME_AT:FIRES_AT]
     endgame = ctl[CTL_ENDGAME]
     grid = rules[K.RULE_GRID]
     target = ctl[CTL_FLOOR]
@@ -770,7 +823,7 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
                 and child[K.MAX_COL] - child[K.MIN_COL] + 1 == grid:
             # Rule 5: the last cards, each on an empty cell of the box, by `_endgame`.
             k = target - child[K.PILES]
-            won, tried = _endgame(child, rules, deck, t, k, line, endgame_work)
+            won, tried = _endgame(child, rules, deck, t, k, line, endgame_work, seen[t], to_come, fires)
             nodes += tried
             if won:
                 best_line[:] = -1
@@ -845,6 +898,29 @@ def piles_allowed(state, rules, deck, t, limit, use_ranks, slack_parity=1):
     on its own so that tests can check against brute force that the others hold no win."""
     return _bound(state, rules, deck, t, limit, use_ranks, slack_parity)[1] & state[K.OCCUPIED]
 
+
+
+@njit(cache=True)
+def endgame_line(state, rules, deck, t, limit, use_ranks=K.DECK_SIZE):
+    """Rule 5 from a lone state (`t` cards placed, no slack before turn `limit`, a full box; the
+    ranks placed in each line taken as its tops' ranks): (won, the cells of the win's last
+    cards), callable on its own so that tests can check it against brute force."""
+    target = rules[K.RULE_GRID] * rules[K.RULE_GRID]
+    k = target - state[K.PILES]
+    to_come = np.zeros(MAX_DEPTH + 1, np.int64)
+    fires = np.zeros((MAX_DEPTH + 1) * SPANS, np.int64)
+    _ranks_to_come(deck, limit, use_ranks, to_come, fires)
+    seen = np.zeros(LINES, np.int64)
+    m = state[K.OCCUPIED]
+    while m:
+        cell = K.lowest_cell(m)
+        m &= m - 1
+        seen[K.ROW_OF[cell]] |= 1 << state[K.TOP + cell]
+        seen[K.SIDE + K.COL_OF[cell]] |= 1 << state[K.TOP + cell]
+    work = np.zeros(ENDGAME_WORK, np.int64)
+    line = np.full(K.DECK_SIZE + 1, -1, np.int64)
+    won, _ = _endgame(state, rules, deck, t, k, line, work, seen, to_come, fires)
+    return won, line[t:t + k].copy()
 
 
 @njit(cache=True)
