@@ -788,11 +788,22 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
         nexts[d] += 1
         child = states[d + 1]
         parent = states[d]
-        for i in range(K.STATE_SIZE):
-            child[i] = parent[i]
         card = deck[d]
-        K.draw(child, card)
-        K.place(child, rules, cell, card)
+        # First only the entries of the child that rule 2 and the win test read (most children
+        # are cut by rule 2 at once); the whole child is made below, for those that go on.
+        _, turn = K.placement_flips(parent, cell, card)
+        bit = np.int64(1) << cell
+        occupied = parent[K.OCCUPIED]
+        face_down = (parent[K.FACE_DOWN] & ~bit) ^ turn
+        child[K.OCCUPIED] = occupied | bit
+        child[K.FACE_DOWN] = face_down
+        child[K.FACE_DOWN_COUNT] = K.popcount(face_down)
+        child[K.PILES] = parent[K.PILES] + 1 - ((occupied >> cell) & 1)
+        child[K.FULL] = parent[K.FULL] | (bit & -np.int64(parent[K.HEIGHT + cell] + 1 >= rules[K.RULE_MAX_PILE]))
+        child[K.MIN_ROW] = min(parent[K.MIN_ROW], K.ROW_OF[cell])
+        child[K.MAX_ROW] = max(parent[K.MAX_ROW], K.ROW_OF[cell])
+        child[K.MIN_COL] = min(parent[K.MIN_COL], K.COL_OF[cell])
+        child[K.MAX_COL] = max(parent[K.MAX_COL], K.COL_OF[cell])
         nodes += 1
         line[d] = cell
         t = d + 1
@@ -819,6 +830,10 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
         if t + need >= limit:
             profile[t, sb, PROF_CUT] += 1
             continue  # rule 2 (rule 1 was applied when the move was generated)
+        for i in range(K.STATE_SIZE):
+            child[i] = parent[i]
+        K.draw(child, card)
+        K.place(child, rules, cell, card)
         if slack == 0 and target - child[K.PILES] <= endgame and child[K.MAX_ROW] - child[K.MIN_ROW] + 1 == grid \
                 and child[K.MAX_COL] - child[K.MIN_COL] + 1 == grid:
             # Rule 5: the last cards, each on an empty cell of the box, by `_endgame`.
