@@ -34,6 +34,8 @@ from sim.solver.search import ENDGAME_CARDS, ENDGAME_MAX, ROW_SETS, TIE_COLS, TI
     piles_allowed
 from sim.solver.solver import Solver, level_profile, solve
 
+ALL_CELLS = np.int64(-1)
+
 pytestmark = pytest.mark.slow  # brute force and full-deal searches: minutes in all
 
 # --- the brute-force reference: no pruning of any kind -------------------------
@@ -273,13 +275,15 @@ def test_limits_and_reproducibility():
 
 
 @njit(cache=False)
-def _wins_before(deck, rules, limit, state, t):
-    """Does some line from `state` (t cards placed) win before turn `limit`? No pruning at all."""
+def _wins_before(deck, rules, limit, state, t, new_piles=0):
+    """Does some line from `state` (t cards placed) win before turn `limit`? No pruning at all,
+    but with `new_piles` only lines in which every card opens a pile are followed (with no slack
+    no other line can win: 16 piles need 16 cards)."""
     if t + 1 >= limit:
         return False
     card = deck[t]
     child = np.empty_like(state)
-    m = K.legal_cells(state, rules)
+    m = K.legal_cells(state, rules) & (~state[K.OCCUPIED] if new_piles else ALL_CELLS)
     while m:
         cell = K.lowest_cell(m)
         m &= m - 1
@@ -289,9 +293,42 @@ def _wins_before(deck, rules, limit, state, t):
         end = K.end_of_turn(child, rules)
         if end == K.END_WIN:
             return True
-        if end == K.GOES_ON and _wins_before(deck, rules, limit, child, t + 1):
+        if end == K.GOES_ON and _wins_before(deck, rules, limit, child, t + 1, new_piles):
             return True
     return False
+
+
+def _deals_with_best(count, scores, proven=True):
+    """(game, deck, best) for the deals among the first `count` of seed 3 whose best score found
+    within 50,000 nodes is in `scores` (and proven best, with `proven`)."""
+    for g in range(count):
+        deck = np.array(sim.deal(3, g), np.int64)
+        best = solve(deck, node_limit=50_000)
+        if best.score in scores and (best.proven_best or not proven):
+            yield g, deck, best
+
+
+def _positions_near(deck, moves, turns, rules, new_piles=False):
+    """Positions along the line `moves` and one placement off it: for each t in `turns`, deck[t]
+    on each legal cell (only the empty ones with `new_piles`) after moves[:t], as (t, cell,
+    whether it is the line's own cell, the position after t + 1 cards); those that lose at
+    once are left out."""
+    r = rules.as_array()
+    board = np.empty(K.STATE_SIZE, np.int64)
+    K.reset(board)
+    for t in range(max(turns) + 1):
+        if t in turns:
+            legal = K.legal_cells(board, r) & (~board[K.OCCUPIED] if new_piles else -1)
+            for c in range(K.CELLS):
+                if not (legal >> c) & 1:
+                    continue
+                state = board.copy()
+                K.draw(state, deck[t])
+                K.place(state, r, c, deck[t])
+                if state[K.FACE_DOWN_COUNT] <= rules.max_face_down:
+                    yield t, c, c == moves[t], state
+        K.draw(board, deck[t])
+        K.place(board, r, moves[t], deck[t])
 
 
 def test_rank_parity_bound_never_cuts_a_win():
@@ -304,34 +341,17 @@ def test_rank_parity_bound_never_cuts_a_win():
     r = rules.as_array()
     limit = 17
     seen = {"cut_2b": 0, "cut_2c": 0, "wins": 0, "positions": 0}
-    for g in range(40):
-        deck = np.array(sim.deal(3, g), np.int64)
-        best = solve(deck, node_limit=50_000)
-        if best.score != 24:
-            continue
-        board = np.empty(K.STATE_SIZE, np.int64)
-        K.reset(board)
-        for t, cell in enumerate(best.moves[:13]):
-            if t >= 10:
-                for c in range(K.CELLS):
-                    if not (K.legal_cells(board, r) >> c) & 1 or (board[K.OCCUPIED] >> c) & 1:
-                        continue
-                    state = board.copy()
-                    K.draw(state, deck[t])
-                    K.place(state, r, c, deck[t])
-                    if state[K.FACE_DOWN_COUNT] > rules.max_face_down:
-                        continue
-                    seen["positions"] += 1
-                    win = c == cell or _wins_before(deck, r, limit, state, t + 1)
-                    seen["wins"] += win
-                    with_2c = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE)
-                    without = cards_needed(state, r, deck, t + 1, limit, 0)
-                    assert with_2c >= without >= 16 - state[K.PILES]
-                    if t + 1 + with_2c >= limit:
-                        assert not win, f"deal {g}, turn {t + 1}, cell {c}: rule 2 cuts a position with a win"
-                        seen["cut_2b" if t + 1 + without >= limit else "cut_2c"] += 1
-            K.draw(board, deck[t])
-            K.place(board, r, cell, deck[t])
+    for g, deck, best in _deals_with_best(40, (24,), proven=False):
+        for t, c, on_line, state in _positions_near(deck, best.moves, range(10, 13), rules, new_piles=True):
+            seen["positions"] += 1
+            win = on_line or _wins_before(deck, r, limit, state, t + 1)
+            seen["wins"] += win
+            with_2c = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE)
+            without = cards_needed(state, r, deck, t + 1, limit, 0)
+            assert with_2c >= without >= 16 - state[K.PILES]
+            if t + 1 + with_2c >= limit:
+                assert not win, f"deal {g}, turn {t + 1}, cell {c}: rule 2 cuts a position with a win"
+                seen["cut_2b" if t + 1 + without >= limit else "cut_2c"] += 1
     assert seen["positions"] >= 200 and seen["wins"] >= 30 and seen["cut_2c"] >= 10, seen
 
 
@@ -347,52 +367,35 @@ def test_slack_parity_never_cuts_a_win():
     limit = 18
     seen = {"positions": 0, "slack1": 0, "wins": 0, "cut_2d": 0, "piles_dropped": 0}
     deals = 0
-    for g in range(150):
-        deck = np.array(sim.deal(3, g), np.int64)
-        best = solve(deck, node_limit=50_000)
-        if not best.proven_best or best.score not in (23, 24):
-            continue
+    for g, deck, best in _deals_with_best(150, (23, 24)):
         deals += 1
-        board = np.empty(K.STATE_SIZE, np.int64)
-        K.reset(board)
-        for t, cell in enumerate(best.moves[:14]):
-            if t >= 11:
-                for c in range(K.CELLS):
-                    if not (K.legal_cells(board, r) >> c) & 1:
+        for t, c, on_line, state in _positions_near(deck, best.moves, range(11, 14), rules):
+            seen["positions"] += 1
+            if limit - 1 - (t + 1) - (16 - state[K.PILES]) != 1:
+                continue  # no slack left (rule 2c's test) or none to begin with
+            seen["slack1"] += 1
+            win = on_line or _wins_before(deck, r, limit, state, t + 1)
+            seen["wins"] += win
+            with_2d = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE, 1)
+            without = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE, 0)
+            assert with_2d >= without >= 16 - state[K.PILES]
+            if t + 1 + with_2d >= limit:
+                assert not win, f"deal {g}, turn {t + 1}, cell {c}: rule 2d cuts a position with a win"
+                seen["cut_2d"] += t + 1 + without < limit
+                continue
+            # The piles the next card may go on: on any other, no win.
+            allowed = piles_allowed(state, r, deck, t + 1, limit, K.DECK_SIZE, 1)
+            assert piles_allowed(state, r, deck, t + 1, limit, K.DECK_SIZE, 0) == state[K.OCCUPIED]
+            legal = K.legal_cells(state, r) & state[K.OCCUPIED] & ~allowed
+            for x in range(K.CELLS):
+                if (legal >> x) & 1:
+                    child = state.copy()
+                    K.draw(child, deck[t + 1])
+                    K.place(child, r, x, deck[t + 1])
+                    if child[K.FACE_DOWN_COUNT] > rules.max_face_down:
                         continue
-                    state = board.copy()
-                    K.draw(state, deck[t])
-                    K.place(state, r, c, deck[t])
-                    if state[K.FACE_DOWN_COUNT] > rules.max_face_down:
-                        continue
-                    seen["positions"] += 1
-                    if limit - 1 - (t + 1) - (16 - state[K.PILES]) != 1:
-                        continue  # no slack left (rule 2c's test) or none to begin with
-                    seen["slack1"] += 1
-                    win = c == cell or _wins_before(deck, r, limit, state, t + 1)
-                    seen["wins"] += win
-                    with_2d = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE, 1)
-                    without = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE, 0)
-                    assert with_2d >= without >= 16 - state[K.PILES]
-                    if t + 1 + with_2d >= limit:
-                        assert not win, f"deal {g}, turn {t + 1}, cell {c}: rule 2d cuts a position with a win"
-                        seen["cut_2d"] += t + 1 + without < limit
-                        continue
-                    # The piles the next card may go on: on any other, no win.
-                    allowed = piles_allowed(state, r, deck, t + 1, limit, K.DECK_SIZE, 1)
-                    assert piles_allowed(state, r, deck, t + 1, limit, K.DECK_SIZE, 0) == state[K.OCCUPIED]
-                    legal = K.legal_cells(state, r) & state[K.OCCUPIED] & ~allowed
-                    for x in range(K.CELLS):
-                        if (legal >> x) & 1:
-                            child = state.copy()
-                            K.draw(child, deck[t + 1])
-                            K.place(child, r, x, deck[t + 1])
-                            if child[K.FACE_DOWN_COUNT] > rules.max_face_down:
-                                continue
-                            assert not _wins_before(deck, r, limit, child, t + 2), (g, t, c, x)
-                            seen["piles_dropped"] += 1
-            K.draw(board, deck[t])
-            K.place(board, r, cell, deck[t])
+                    assert not _wins_before(deck, r, limit, child, t + 2), (g, t, c, x)
+                    seen["piles_dropped"] += 1
     assert deals >= 10 and seen["slack1"] >= 200 and seen["wins"] >= 30, (deals, seen)
     assert seen["cut_2d"] >= 10 and seen["piles_dropped"] >= 10, str(seen)
 
@@ -415,29 +418,6 @@ def test_parity_sets_hold_exactly_the_solutions_of_their_equations():
         assert holds(TIE_COLS[tied * 16 + odd], x) == all(f[4 + i] == (odd >> i) & 1 for i in ties)
 
 
-@njit(cache=False)
-def _wins_opening_piles(deck, rules, limit, state, t):
-    """Does some line from `state` (t cards placed) in which every card opens a pile win before
-    turn `limit`? With no slack no other line can (16 piles need 16 cards); no other pruning."""
-    if t + 1 >= limit:
-        return False
-    card = deck[t]
-    child = np.empty_like(state)
-    m = K.legal_cells(state, rules) & ~state[K.OCCUPIED]
-    while m:
-        cell = K.lowest_cell(m)
-        m &= m - 1
-        child[:] = state
-        K.draw(child, card)
-        K.place(child, rules, cell, card)
-        end = K.end_of_turn(child, rules)
-        if end == K.END_WIN:
-            return True
-        if end == K.GOES_ON and _wins_opening_piles(deck, rules, limit, child, t + 1):
-            return True
-    return False
-
-
 def test_endgame_agrees_with_brute_force():
     # Rule 5 (the last cards with no slack in a full box, with rule 2's parity cuts at every
     # placement): full deals with a 16-card win, positions after 8 to 12 cards along the winning
@@ -447,37 +427,22 @@ def test_endgame_agrees_with_brute_force():
     r = rules.as_array()
     limit = 17
     seen = {"positions": 0, "wins": 0, "no_win": 0, "long": 0}
-    for g in range(60):
-        deck = np.array(sim.deal(3, g), np.int64)
-        best = solve(deck, node_limit=50_000)
-        if not best.proven_best or best.score != 24:
-            continue
-        board = np.empty(K.STATE_SIZE, np.int64)
-        K.reset(board)
-        for t, cell in enumerate(best.moves[:12]):
-            for c in range(K.CELLS) if t >= 7 else ():
-                if not (K.legal_cells(board, r) >> c) & 1 or (board[K.OCCUPIED] >> c) & 1:
-                    continue
-                state = board.copy()
-                K.draw(state, deck[t])
-                K.place(state, r, c, deck[t])
-                k = 16 - state[K.PILES]
-                if state[K.FACE_DOWN_COUNT] > rules.max_face_down or k > ENDGAME_MAX \
-                        or state[K.MAX_ROW] - state[K.MIN_ROW] != 3 or state[K.MAX_COL] - state[K.MIN_COL] != 3:
-                    continue
-                seen["positions"] += 1
-                seen["long"] += k >= 6  # six to eight cards: more than a few hundred orders
-                won, cells = endgame_line(state, r, deck, t + 1, limit)
-                assert won == _wins_opening_piles(deck, r, limit, state, t + 1), (g, t, c)
-                seen["wins" if won else "no_win"] += 1
-                if won:
-                    after = state.copy()
-                    for i, y in enumerate(cells):
-                        K.draw(after, deck[t + 1 + i])
-                        K.place(after, r, y, deck[t + 1 + i])
-                    assert K.end_of_turn(after, r) == K.END_WIN
-            K.draw(board, deck[t])
-            K.place(board, r, cell, deck[t])
+    for g, deck, best in _deals_with_best(60, (24,)):
+        for t, c, _, state in _positions_near(deck, best.moves, range(7, 12), rules, new_piles=True):
+            k = 16 - state[K.PILES]
+            if k > ENDGAME_MAX or state[K.MAX_ROW] - state[K.MIN_ROW] != 3 or state[K.MAX_COL] - state[K.MIN_COL] != 3:
+                continue
+            seen["positions"] += 1
+            seen["long"] += k >= 6  # six to eight cards: more than a few hundred orders
+            won, cells = endgame_line(state, r, deck, t + 1, limit)
+            assert won == _wins_before(deck, r, limit, state, t + 1, 1), (g, t, c)
+            seen["wins" if won else "no_win"] += 1
+            if won:
+                after = state.copy()
+                for i, y in enumerate(cells):
+                    K.draw(after, deck[t + 1 + i])
+                    K.place(after, r, y, deck[t + 1 + i])
+                assert K.end_of_turn(after, r) == K.END_WIN
     assert seen["wins"] >= 30 and seen["no_win"] >= 100 and seen["long"] >= 30, seen
 
 

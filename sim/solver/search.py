@@ -877,6 +877,19 @@ def greedy_line(deck, rules, horizon, state, moves):
     return played if end == K.END_WIN else 0
 
 
+@njit(cache=True, inline="always")
+def _tops_seen(state):
+    """The ranks placed in each line (`seen`) for a lone state: its tops' ranks."""
+    seen = np.zeros(LINES, np.int64)
+    m = state[K.OCCUPIED]
+    while m:
+        cell = K.lowest_cell(m)
+        m &= m - 1
+        seen[K.ROW_OF[cell]] |= 1 << state[K.TOP + cell]
+        seen[K.SIDE + K.COL_OF[cell]] |= 1 << state[K.TOP + cell]
+    return seen
+
+
 @njit(cache=True)
 def _bound(state, rules, deck, t, limit, use_ranks, slack_parity):
     """`_need` from a lone state, as the search would compute it (the ranks placed in each line
@@ -887,13 +900,7 @@ def _bound(state, rules, deck, t, limit, use_ranks, slack_parity):
     fires = np.zeros((MAX_DEPTH + 1) * SPANS, np.int64)
     _ranks_to_come(deck, limit, use_ranks, to_come, fires)
     slack = limit - 1 - t - (target - state[K.PILES])
-    seen = np.zeros(LINES, np.int64)  # the tops' ranks of each line
-    m = state[K.OCCUPIED]
-    while m:
-        cell = K.lowest_cell(m)
-        m &= m - 1
-        seen[K.ROW_OF[cell]] |= 1 << state[K.TOP + cell]
-        seen[K.SIDE + K.COL_OF[cell]] |= 1 << state[K.TOP + cell]
+    seen = _tops_seen(state)
     return _need(state, rules, target, slack, to_come[t], slack_parity, seen, fires, t, work)
 
 
@@ -925,13 +932,7 @@ def endgame_line(state, rules, deck, t, limit, use_ranks=K.DECK_SIZE):
     to_come = np.zeros(MAX_DEPTH + 1, np.int64)
     fires = np.zeros((MAX_DEPTH + 1) * SPANS, np.int64)
     _ranks_to_come(deck, limit, use_ranks, to_come, fires)
-    seen = np.zeros(LINES, np.int64)
-    m = state[K.OCCUPIED]
-    while m:
-        cell = K.lowest_cell(m)
-        m &= m - 1
-        seen[K.ROW_OF[cell]] |= 1 << state[K.TOP + cell]
-        seen[K.SIDE + K.COL_OF[cell]] |= 1 << state[K.TOP + cell]
+    seen = _tops_seen(state)
     work = np.zeros(ENDGAME_WORK, np.int64)
     line = np.full(K.DECK_SIZE + 1, -1, np.int64)
     won, _ = _endgame(state, rules, deck, t, k, line, work, seen, to_come, fires)
