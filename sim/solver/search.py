@@ -40,7 +40,8 @@ CTL_USE_RANKS = 14  # rule 2c (line parities from the ranks to come) with at mos
 CTL_ENDGAME = 15  # the last this many cards (no slack, full box) go to `_endgame`; 0: never
 CTL_SLACK_PARITY = 16  # rule 2d: rule 2c also with one card of slack (1), or only with none (0)
 CTL_TT_OVERWRITES = 17  # stores that replaced another position's entry of the same search
-CTL_SIZE = 18
+CTL_TABLES_FOR = 18  # the limit that scratch's ranks-to-come tables were made for (0: none yet)
+CTL_SIZE = 19
 
 ORDER_GREEDY = 0  # greedy's key: fewest face-down after, then a new pile, then the lowest cell
 ORDER_NEW_PILE = 1  # a new pile first, then fewest face-down after, then the lowest cell
@@ -241,6 +242,24 @@ ROW_SETS, TIE_ROWS, TIE_COLS = _parity_sets()
 
 
 @njit(cache=True, inline="always")
+def _row_index(occupied, down, row, c0, u):
+    """ROW_SETS' index for board row `row`, line u of a box whose first column is c0: its
+    occupied and face-down cells among the box's 4 columns (a bit past column 6 is a cell of
+    the next row, left of the box: never occupied)."""
+    shift = row * K.SIDE + c0
+    return (u * 16 + ((occupied >> shift) & 15)) * 16 + ((down >> shift) & 15)
+
+
+@njit(cache=True, inline="always")
+def _tie_sets(tied, odd):
+    """The set (4 words) of the assignments with F(i) = bit i of `odd` for every line i in `tied`."""
+    tr = (tied & 15) * 16 + (odd & 15)
+    tc = ((tied >> 4) & 15) * 16 + ((odd >> 4) & 15)
+    return (TIE_ROWS[tr, 0] & TIE_COLS[tc, 0], TIE_ROWS[tr, 1] & TIE_COLS[tc, 1],
+            TIE_ROWS[tr, 2] & TIE_COLS[tc, 2], TIE_ROWS[tr, 3] & TIE_COLS[tc, 3])
+
+
+@njit(cache=True, inline="always")
 def _row_sets(state, r0, r1, c0, work):
     """The top cards' equations of rules 2b-2d, a row of the box at a time: work[4 * u : 4 * u + 4]
     is the set of the x that satisfy row u's (`ROW_SETS`), work[16 + 4 * u : 20 + 4 * u] those
@@ -249,15 +268,9 @@ def _row_sets(state, r0, r1, c0, work):
     occupied = state[K.OCCUPIED]
     down = state[K.FACE_DOWN]
     for u in range(4):
-        occ = 0
-        dn = 0
-        if r0 + u <= r1:
-            shift = (r0 + u) * K.SIDE + c0  # box cells only: a bit past column 6 is an empty cell
-            occ = (occupied >> shift) & 15
-            dn = (down >> shift) & 15
-        work[36 + u] = occ
-        work[40 + u] = dn
-        e = (u * 16 + occ) * 16 + dn
+        e = _row_index(occupied, down, r0 + u, c0, u) if r0 + u <= r1 else u * 256
+        work[36 + u] = (e >> 4) & 15
+        work[40 + u] = e & 15
         for k in range(4):
             work[4 * u + k] = ROW_SETS[e, k]
     for k in range(4):
@@ -283,24 +296,18 @@ def _solvable(work, u, j, tied, odd, free):
     fire, rule 2c), except the lines in `free`. A solution exists when some
     x of the 256 is in every set.
     """
-    t = tied & ~free
-    tr = (t & 15) * 16 + (odd & 15)
-    tc = ((t >> 4) & 15) * 16 + ((odd >> 4) & 15)
+    w0, w1, w2, w3 = _tie_sets(tied & ~free, odd)
     if u < 0:
-        w0 = work[32]
-        w1 = work[33]
-        w2 = work[34]
-        w3 = work[35]
+        w0 &= work[32]
+        w1 &= work[33]
+        w2 &= work[34]
+        w3 &= work[35]
     else:
         e = (u * 16 + (work[36 + u] & ~(1 << j))) * 16 + work[40 + u]
-        w0 = work[16 + 4 * u] & ROW_SETS[e, 0]
-        w1 = work[17 + 4 * u] & ROW_SETS[e, 1]
-        w2 = work[18 + 4 * u] & ROW_SETS[e, 2]
-        w3 = work[19 + 4 * u] & ROW_SETS[e, 3]
-    w0 &= TIE_ROWS[tr, 0] & TIE_COLS[tc, 0]
-    w1 &= TIE_ROWS[tr, 1] & TIE_COLS[tc, 1]
-    w2 &= TIE_ROWS[tr, 2] & TIE_COLS[tc, 2]
-    w3 &= TIE_ROWS[tr, 3] & TIE_COLS[tc, 3]
+        w0 &= work[16 + 4 * u] & ROW_SETS[e, 0]
+        w1 &= work[17 + 4 * u] & ROW_SETS[e, 1]
+        w2 &= work[18 + 4 * u] & ROW_SETS[e, 2]
+        w3 &= work[19 + 4 * u] & ROW_SETS[e, 3]
     return (w0 | w1 | w2 | w3) != 0
 
 
@@ -308,15 +315,10 @@ def _solvable(work, u, j, tied, odd, free):
 def _mask_solvable(occupied, down, r0, c0, tied, odd):
     """`_solvable` for all the top cards' equations of a box at (r0, c0) of `grid` rows and
     columns, straight from the masks (for `_endgame`, whose box is full)."""
-    t = tied
-    w0 = TIE_ROWS[(t & 15) * 16 + (odd & 15), 0] & TIE_COLS[((t >> 4) & 15) * 16 + ((odd >> 4) & 15), 0]
-    w1 = TIE_ROWS[(t & 15) * 16 + (odd & 15), 1] & TIE_COLS[((t >> 4) & 15) * 16 + ((odd >> 4) & 15), 1]
-    w2 = TIE_ROWS[(t & 15) * 16 + (odd & 15), 2] & TIE_COLS[((t >> 4) & 15) * 16 + ((odd >> 4) & 15), 2]
-    w3 = TIE_ROWS[(t & 15) * 16 + (odd & 15), 3] & TIE_COLS[((t >> 4) & 15) * 16 + ((odd >> 4) & 15), 3]
+    w0, w1, w2, w3 = _tie_sets(tied, odd)
     for u in range(4):
         if r0 + u < K.SIDE:
-            shift = (r0 + u) * K.SIDE + c0
-            e = (u * 16 + ((occupied >> shift) & 15)) * 16 + ((down >> shift) & 15)
+            e = _row_index(occupied, down, r0 + u, c0, u)
             w0 &= ROW_SETS[e, 0]
             w1 &= ROW_SETS[e, 1]
             w2 &= ROW_SETS[e, 2]
@@ -694,6 +696,26 @@ def _ranks_to_come(deck, limit, use_ranks, out, fires):
                 fires[t * SPANS + lo * 11 + hi] = code
 
 
+@njit(cache=True, inline="always")
+def _summary_after(parent, rules, cell, card, child):
+    """Set in `child` the entries rule 2 and the win test read (occupied, face down and their
+    count, full, piles, the box) as `K.place` would leave them after `card` on `cell`; the
+    rest of `child` is left as it was."""
+    _, turn = K.placement_flips(parent, cell, card)
+    bit = np.int64(1) << cell
+    occupied = parent[K.OCCUPIED]
+    face_down = (parent[K.FACE_DOWN] & ~bit) ^ turn
+    child[K.OCCUPIED] = occupied | bit
+    child[K.FACE_DOWN] = face_down
+    child[K.FACE_DOWN_COUNT] = K.popcount(face_down)
+    child[K.PILES] = parent[K.PILES] + 1 - ((occupied >> cell) & 1)
+    child[K.FULL] = parent[K.FULL] | (bit & -np.int64(parent[K.HEIGHT + cell] + 1 >= rules[K.RULE_MAX_PILE]))
+    child[K.MIN_ROW] = min(parent[K.MIN_ROW], K.ROW_OF[cell])
+    child[K.MAX_ROW] = max(parent[K.MAX_ROW], K.ROW_OF[cell])
+    child[K.MIN_COL] = min(parent[K.MIN_COL], K.COL_OF[cell])
+    child[K.MAX_COL] = max(parent[K.MAX_COL], K.COL_OF[cell])
+
+
 @njit(cache=True)
 def search_init(deck, rules, limit, order, stop_at_win, use_tt, use_sym, stamp,
                 ctl, states, moves, nmoves, nexts, line, use_ranks=K.DECK_SIZE, endgame=ENDGAME_CARDS,
@@ -768,7 +790,9 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
     use_ranks = ctl[CTL_USE_RANKS]
     slack_parity = ctl[CTL_SLACK_PARITY]
     profile = scratch[PROFILE_AT:SCRATCH].reshape((MAX_DEPTH + 1, 4, PROFILE_COLS))
-    _ranks_to_come(deck, limit, use_ranks, to_come, fires)
+    if ctl[CTL_TABLES_FOR] != limit:  # a new search, or the caller lowered the limit
+        _ranks_to_come(deck, limit, use_ranks, to_come, fires)
+        ctl[CTL_TABLES_FOR] = limit
     while ctl[CTL_STATUS] == RUNNING:
         if nodes >= budget:
             break
@@ -791,19 +815,7 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
         card = deck[d]
         # First only the entries of the child that rule 2 and the win test read (most children
         # are cut by rule 2 at once); the whole child is made below, for those that go on.
-        _, turn = K.placement_flips(parent, cell, card)
-        bit = np.int64(1) << cell
-        occupied = parent[K.OCCUPIED]
-        face_down = (parent[K.FACE_DOWN] & ~bit) ^ turn
-        child[K.OCCUPIED] = occupied | bit
-        child[K.FACE_DOWN] = face_down
-        child[K.FACE_DOWN_COUNT] = K.popcount(face_down)
-        child[K.PILES] = parent[K.PILES] + 1 - ((occupied >> cell) & 1)
-        child[K.FULL] = parent[K.FULL] | (bit & -np.int64(parent[K.HEIGHT + cell] + 1 >= rules[K.RULE_MAX_PILE]))
-        child[K.MIN_ROW] = min(parent[K.MIN_ROW], K.ROW_OF[cell])
-        child[K.MAX_ROW] = max(parent[K.MAX_ROW], K.ROW_OF[cell])
-        child[K.MIN_COL] = min(parent[K.MIN_COL], K.COL_OF[cell])
-        child[K.MAX_COL] = max(parent[K.MAX_COL], K.COL_OF[cell])
+        _summary_after(parent, rules, cell, card, child)
         nodes += 1
         line[d] = cell
         t = d + 1
@@ -821,6 +833,7 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
                     ctl[CTL_STATUS] = STOPPED_AT_WIN
                     break
                 _ranks_to_come(deck, limit, use_ranks, to_come, fires)
+                ctl[CTL_TABLES_FOR] = limit
             continue
         slack = limit - 1 - t - (target - child[K.PILES])
         sb = min(3, max(0, slack))
@@ -849,6 +862,7 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
                     ctl[CTL_STATUS] = STOPPED_AT_WIN
                     break
                 _ranks_to_come(deck, limit, use_ranks, to_come, fires)
+                ctl[CTL_TABLES_FOR] = limit
             continue
         tt_here = use_tt and (t <= tt_depth or slack > 0)
         tabled[t] = tt_here
