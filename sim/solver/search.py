@@ -74,14 +74,10 @@ never read by the search)."""
 KEY_WORDS = 3
 FRAME = 4  # the canonical frame: 4 x 4 cells, whatever the grid option
 TT_DEPTH = 8
-"""Positions with no slack (every card to come must open a pile) use the table only up to this turn:
-deeper, such a position is reached by one path only (up to symmetry), so the table would never hit."""
-COVERED_TO_COME = 5
-"""Positions with one card of slack, after a card has already gone on a pile, use the table only
-while more than this many cards are to come. Deeper, they are almost never reached twice (in the
-first 200 million nodes of deal 134's search for an 18-card win, seed 0: 21 thousand hits in 16
-million probes), and the key and the probe, a cache miss, cost more than the hits save
-(docs/solver.md, rule 3)."""
+"""Every position uses the table up to this turn. Deeper, only those with slack whose last two cards
+have the same rank do: placed on two cells in either order, the two cards give the same table, and
+that is how nearly all deeper transpositions arise (rule 3 in docs/solver.md). A position with no
+slack (every card to come must open a pile) never uses it deeper."""
 
 
 # --- canonical key -----------------------------------------------------------
@@ -870,8 +866,7 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
                 _ranks_to_come(deck, limit, use_ranks, to_come, fires)
                 ctl[CTL_TABLES_FOR] = limit
             continue
-        tt_here = use_tt and (t <= tt_depth or slack > 1
-                              or (slack == 1 and (t == child[K.PILES] or limit - 1 - t > COVERED_TO_COME)))
+        tt_here = use_tt and (t <= tt_depth or (slack > 0 and t >= 2 and deck[t - 1] == deck[t - 2]))
         tabled[t] = tt_here
         if tt_here:
             position_key(child, use_sym, codes, node_keys[t])
