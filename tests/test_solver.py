@@ -17,7 +17,7 @@
 - A deal an online policy wins is never `lost`, and its best score is at
   least the policy's.
 - `level_profile` counts every placement of a level search once, by turn
-  and slack.
+  and slack; past turn 8 the table is used only after two cards of one rank.
 """
 
 import math
@@ -30,8 +30,8 @@ import sim
 from sim import kernels as K
 from sim.engine.board import Board
 from sim.engine.loop import play_line
-from sim.solver.search import ENDGAME_CARDS, ENDGAME_MAX, ROW_SETS, TIE_COLS, TIE_ROWS, cards_needed, endgame_line, \
-    piles_allowed
+from sim.solver.search import ENDGAME_CARDS, ENDGAME_MAX, ROW_SETS, TIE_COLS, TIE_ROWS, TT_DEPTH, cards_needed, \
+    endgame_line, piles_allowed
 from sim.solver.solver import Solver, level_profile, solve
 
 ALL_CELLS = np.int64(-1)
@@ -455,3 +455,10 @@ def test_level_profile_counts_every_placement():
     assert int(c[:, :, 0].sum()) == p.nodes and c[:, 2:, :].sum() == 0
     assert (c[:, :, 1] + c[:, :, 2] <= c[:, :, 0]).all() and c[:, 1, 1].sum() > 0 and c[:, 0, 1].sum() > 0
     assert int(c[:, :, 2].sum()) == p.tt_hits and int(c[:, :, 3].sum()) == p.tt_stores >= p.tt_overwrites
+    # After turn TT_DEPTH the table is used only by positions with slack whose last two cards share a
+    # rank (deal 83: its 11th and 12th cards are both 3s).
+    deck = sim.deal(0, 83)
+    tabled = c[:, :, 2] + c[:, :, 3]
+    late = [t for t in range(TT_DEPTH + 1, c.shape[0]) if tabled[t].sum() > 0]
+    assert late and all(deck[t - 1] == deck[t - 2] for t in late)
+    assert tabled[TT_DEPTH + 1:, 0].sum() == 0
