@@ -275,6 +275,12 @@ def test_limits_and_reproducibility():
 
 
 @njit(cache=False)
+def _cells_to_try(state, rules, new_piles):
+    """The legal cells of `state`; only the empty ones with `new_piles` (every card opens a pile)."""
+    return K.legal_cells(state, rules) & (~state[K.OCCUPIED] if new_piles else ALL_CELLS)
+
+
+@njit(cache=False)
 def _wins_before(deck, rules, limit, state, t, new_piles=0):
     """Does some line from `state` (t cards placed) win before turn `limit`? No pruning at all,
     but with `new_piles` only lines in which every card opens a pile are followed (with no slack
@@ -283,7 +289,7 @@ def _wins_before(deck, rules, limit, state, t, new_piles=0):
         return False
     card = deck[t]
     child = np.empty_like(state)
-    m = K.legal_cells(state, rules) & (~state[K.OCCUPIED] if new_piles else ALL_CELLS)
+    m = _cells_to_try(state, rules, new_piles)
     while m:
         cell = K.lowest_cell(m)
         m &= m - 1
@@ -318,7 +324,7 @@ def _positions_near(deck, moves, turns, rules, new_piles=False):
     K.reset(board)
     for t in range(max(turns) + 1):
         if t in turns:
-            legal = K.legal_cells(board, r) & (~board[K.OCCUPIED] if new_piles else -1)
+            legal = _cells_to_try(board, r, int(new_piles))
             for c in range(K.CELLS):
                 if not (legal >> c) & 1:
                     continue
