@@ -12,7 +12,11 @@ core:
   `_cell_bounds` and `_rank_loops`. Each stage's time is the difference of
   two cumulative runs, the least of R rounds each;
 - counts, over the root cells that do not lose at once: follow-up cells per
-  root cell; the share of root cells whose largest follow-up bound is below
+  root cell; the lines (rows and columns) a root placement changes (its own,
+  and those through the cells its checks turn), and the share of follow-up
+  cells outside them that were legal before it (all that tables shared
+  across the root cells, redone only where a placement changes them, could
+  take over unchanged); the share of root cells whose largest follow-up bound is below
   the best root cell's expectation (what the bounds can cut, even with the
   best root cell searched first, since every cell pays its tables and
   bounds before its cut) and the share whose expectation is below the best
@@ -49,7 +53,8 @@ def main() -> None:
         the card, 2: + `_prepare`, 3: + `_cell_bounds`, 4: + rank loops without cut-offs).
 
         With `gaps` (at least one row per legal root cell), only the root cells that do not lose at once, all
-        stages, and per root cell gaps[j] = (largest bound, expectation, best expectation of its position).
+        stages, and per root cell gaps[j] = (largest bound, expectation, best expectation of its position,
+        lines the placement changes, follow-up cells outside them that were legal before it).
         Returns (root cells, follow-up cells).
         """
         counting = gaps.shape[0] > 0
@@ -89,6 +94,17 @@ def main() -> None:
                 after[:] = state
                 K.place(after, rules, cell, cards[i])
                 n_roots += 1
+                if counting:
+                    lines = 0
+                    crossed = np.int64(0)
+                    c = (np.int64(1) << cell) | (after[K.FACE_DOWN] ^ state[K.FACE_DOWN])
+                    while c:
+                        x = K.trailing_zeros(c)
+                        c &= c - 1
+                        lines |= (1 << K.ROW_OF[x]) | (1 << (K.SIDE + K.COL_OF[x]))
+                        crossed |= K.ROW_MASK[K.ROW_OF[x]] | K.COL_MASK[K.COL_OF[x]]
+                    gaps[n_roots - 1, 3] = K.popcount(lines)
+                    gaps[n_roots - 1, 4] = K.popcount(K.legal_cells(after, rules) & legals[i] & ~crossed)
                 if upto >= 2:
                     L._prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min,
                                turn_sum_max, turned_max)
@@ -140,7 +156,7 @@ def main() -> None:
           f"{n_root_cells:,} legal root cells")
 
     choose_all(states[:3], cards[:3], legals[:3], rules, params)  # compile
-    no_gaps = np.empty((0, 3))
+    no_gaps = np.empty((0, 5))
     walk(states[:3], cards[:3], legals[:3], rules, params, 4, no_gaps)
     best = [np.inf] * 6
     for _ in range(args.rounds):
@@ -158,11 +174,13 @@ def main() -> None:
         ms = (best[upto] - (best[upto - 1] if upto else 0.0)) * 1e3
         print(f"  {name:>28}: {ms:6.1f} ms")
 
-    gaps = np.empty((n_root_cells, 3))
+    gaps = np.empty((n_root_cells, 5))
     n_roots, follow_ups = walk(states, cards, legals, rules, params, 4, gaps)
     gaps = gaps[:n_roots]
     below = gaps[:, 2] - gaps[:, 1]
     print(f"{n_roots:,} root cells that do not lose at once, {follow_ups / n_roots:.1f} follow-up cells each")
+    print(f"  lines a root placement changes: {gaps[:, 3].mean():.2f} on average; follow-up cells outside them, "
+          f"legal before it: {gaps[:, 4].sum() / follow_ups:.1%}")
     print(f"  largest bound below the best expectation: {np.mean(gaps[:, 0] < gaps[:, 2]):.1%}")
     for gap in (0.001, 1, 5, 10, 20):
         print(f"  expectation more than {gap:g} below the best: {np.mean(below > gap):.1%}")
