@@ -57,7 +57,7 @@ ENDGAME_CARDS = 8
 (measured against 5, 6 and 7 in docs/solver.md)."""
 ENDGAME_AT = SEEN_AT + (MAX_DEPTH + 1) * LINES
 ENDGAME_MAX = 8  # `_endgame` takes at most this many cards
-ENDGAME_WORK = 13 * ENDGAME_MAX
+ENDGAME_WORK = 15 * ENDGAME_MAX
 SPANS = 128  # `_firing_lines`' table per turn: index lo * 11 + hi of a line's rank span
 FIRES_AT = ENDGAME_AT + ENDGAME_WORK
 PROFILE_AT = FIRES_AT + (MAX_DEPTH + 1) * SPANS
@@ -536,6 +536,9 @@ def _endgame(state, rules, deck, t, k, line, work, lines_seen, to_come, fires):
     avail = work[3 * ENDGAME_MAX:4 * ENDGAME_MAX]
     cells = work[4 * ENDGAME_MAX:5 * ENDGAME_MAX]
     seen = work[5 * ENDGAME_MAX:13 * ENDGAME_MAX]  # 8 per depth: the box's rows, then its columns
+    # per depth, the face-up tops ranked >= and <= its card, for every cell the card may take
+    up_ge = work[13 * ENDGAME_MAX:14 * ENDGAME_MAX]
+    up_le = work[14 * ENDGAME_MAX:15 * ENDGAME_MAX]
     max_fd = rules[K.RULE_MAX_FACE_DOWN]
     grid = rules[K.RULE_GRID]
     r0 = state[K.MIN_ROW]
@@ -550,6 +553,7 @@ def _endgame(state, rules, deck, t, k, line, work, lines_seen, to_come, fires):
         seen[4 + i] = lines_seen[K.SIDE + c0 + i] if c0 + i < K.SIDE else 0
     tried = 0
     j = 0
+    _up_ranked(state, deck, t, 0, cells, occ, down, up_ge, up_le)
     while j >= 0:
         if avail[j] == 0:
             j -= 1
@@ -558,21 +562,14 @@ def _endgame(state, rules, deck, t, k, line, work, lines_seen, to_come, fires):
         bit = np.int64(1) << y
         avail[j] &= ~bit
         v = deck[t + j]
-        # tops ranked >= v and <= v: the table's tops, then the cards placed here before
-        above, same = K.ranks_above_and_equal(state, v)
-        ge = above | same
-        le = state[K.OCCUPIED] & ~above
-        for i in range(j):
-            w = deck[t + i]
-            ge |= (np.int64(1) << cells[i]) & -np.int64(w >= v)
-            le |= (np.int64(1) << cells[i]) & -np.int64(w <= v)
-        up = occ[j] & ~down[j]
+        ge = up_ge[j]
+        le = up_le[j]
         row = K.ROW_OTHERS_OF[y] & occ[j]
         col = K.COL_OTHERS_OF[y] & occ[j]
         turn = np.int64(0)
-        if (row & up & ge) == 0 or (row & up & le) == 0:
+        if (row & ge) == 0 or (row & le) == 0:
             turn |= row
-        if (col & up & ge) == 0 or (col & up & le) == 0:
+        if (col & ge) == 0 or (col & le) == 0:
             turn |= col
         nd = down[j] ^ turn
         tried += 1
@@ -623,7 +620,25 @@ def _endgame(state, rules, deck, t, k, line, work, lines_seen, to_come, fires):
         legal[j + 1] = (legal[j] | (K.neighbours(y, rules) & empty)) & ~bit
         avail[j + 1] = legal[j + 1]
         j += 1
+        _up_ranked(state, deck, t, j, cells, occ, down, up_ge, up_le)
     return False, tried
+
+
+@njit(cache=True, inline="always")
+def _up_ranked(state, deck, t, j, cells, occ, down, up_ge, up_le):
+    """`_endgame`'s up_ge[j] and up_le[j]: the face-up tops at depth j ranked >= and <= its card,
+    deck[t + j]: the table's tops, then the cards `_endgame` placed before (cells[:j])."""
+    v = deck[t + j]
+    above, same = K.ranks_above_and_equal(state, v)
+    ge = above | same
+    le = state[K.OCCUPIED] & ~above
+    for i in range(j):
+        w = deck[t + i]
+        ge |= (np.int64(1) << cells[i]) & -np.int64(w >= v)
+        le |= (np.int64(1) << cells[i]) & -np.int64(w <= v)
+    up = occ[j] & ~down[j]
+    up_ge[j] = up & ge
+    up_le[j] = up & le
 
 
 @njit(cache=True, inline="always")
