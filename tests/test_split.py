@@ -21,6 +21,7 @@ import sim
 import sim.solver.solver as solver_module
 from sim.errors import Interrupted
 from sim.jobs.pool import WAIT, run_tasks
+from sim.jobs.solve import TaskQueue
 from sim.solver.solver import (
     SPLIT_AFTER, SPLIT_SUBTREES, RoundResults, Solver, SplitSolve, SubtreeResult, SubtreeTask, search_subtree, solve,
 )
@@ -254,6 +255,21 @@ def test_pool_hands_out_tasks_made_from_results():
 
     with pytest.raises(RuntimeError, match="waits with no task in flight"):
         list(run_tasks(_same, stuck(), workers=1))
+
+
+def test_pending_tasks_go_out_earliest_deal_first():
+    # A later chunk's hard deal must not hold back an earlier chunk: its part could never be written.
+    q = TaskQueue()
+    for j in range(3):
+        q.push(1, 5, ("late", j))
+    q.push(0, 9, "rest of chunk 0")
+    for j in range(2):
+        q.push(0, 4, ("early", j))
+    q.push(1, 6, "rest of chunk 1")
+    q.drop(lambda item: item == ("late", 1))
+    assert len(q) == 6
+    got = [q.pop() for _ in range(len(q))]
+    assert got == [("early", 0), ("early", 1), "rest of chunk 0", ("late", 0), ("late", 2), "rest of chunk 1"]
 
 
 def test_a_split_schedule_taken_up_from_its_checkpoint_ends_as_it_would_have(monkeypatch):

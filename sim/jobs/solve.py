@@ -25,11 +25,12 @@ column          meaning
 
 import contextlib
 import hashlib
+import heapq
+import itertools
 import json
 import logging
 import math
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -189,14 +190,46 @@ def load_split(run_dir: Path, payload: dict, i: int, plan: SplitSolve) -> dict |
     return body["state"]
 
 
+class TaskQueue:
+    """The split job's pending tasks, handed out earliest deal first.
+
+    A task is a subtree of a split deal's round, or the rest of a chunk
+    stopped by a split deal; its place is (chunk, deal): a subtree's deal,
+    or the first deal of the rest of a chunk. Handing out the earliest
+    first finishes the earliest part first, and no chunk waits behind the
+    rounds of hard deals met later (which would leave a run's parts
+    unwritten while its workers are busy). Among the tasks of one deal,
+    first in, first out.
+    """
+
+    def __init__(self):
+        self._heap: list = []
+        self._order = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def push(self, chunk: int, deal: int, item) -> None:
+        heapq.heappush(self._heap, (chunk, deal, next(self._order), item))
+
+    def pop(self):
+        return heapq.heappop(self._heap)[3]
+
+    def drop(self, unwanted) -> None:
+        """Forget the tasks for which ``unwanted(item)`` is true."""
+        self._heap = [e for e in self._heap if not unwanted(e[3])]
+        heapq.heapify(self._heap)
+
+
 def drive_solve(executor, tasks, warm, run_dir: Path | None = None):
     """Run the solve job's chunks; share each hard deal's subtrees among the workers; yield (k, columns).
 
-    Tasks go out in this order: subtrees of the split deals' rounds, then
-    the rest of chunks stopped by a split deal, then new chunks. So when no
-    deals are left to start, every idle worker searches subtrees of the
-    deals still running. Each split deal's rounds are joined here
-    (`SplitSolve`), so its row is the one `solve_split` gives in one process.
+    Tasks go out in this order: subtrees of the split deals' rounds and the
+    rest of chunks stopped by a split deal, earliest deal first
+    (`TaskQueue`), then new chunks. So when no deals are left to start,
+    every idle worker searches subtrees of the deals still running. Each
+    split deal's rounds are joined here (`SplitSolve`), so its row is the
+    one `solve_split` gives in one process.
     With `run_dir` and no time limit, each split deal's schedule is saved
     there after every round (`save_split`) and taken up again when a
     resumed run meets the deal (`load_split`); the checkpoints of a chunk
@@ -205,25 +238,23 @@ def drive_solve(executor, tasks, warm, run_dir: Path | None = None):
     results: dict[int, dict] = {}  # chunk -> {deal index in the chunk: SolveResult}
     payloads: dict[int, dict] = {}
     plans: dict[tuple[int, int], tuple[SplitSolve, RoundResults]] = {}  # (chunk, deal) -> (plan, its round)
-    subtrees: deque = deque()  # (key, payload) of subtree tasks, handed out first
-    stretches: deque = deque()  # the rest of chunks stopped by a split deal, next
+    pending = TaskQueue()  # (key, payload): subtrees of split deals and the rest of stopped chunks
     source = iter(tasks)
 
     def open_round(k: int, i: int, plan: SplitSolve) -> None:
         round_tasks = plan.tasks()
         if round_tasks:
             plans[k, i] = (plan, RoundResults(len(round_tasks)))
-            subtrees.extend(((k, i, plan.rounds, j), {"subtree": t}) for j, t in enumerate(round_tasks))
+            for j, t in enumerate(round_tasks):
+                pending.push(k, i, ((k, i, plan.rounds, j), {"subtree": t}))
         else:  # the split deal is settled (or out of nodes or time)
             plans.pop((k, i), None)
             results[k][i] = plan.result()
 
     def feed():
         while True:
-            if subtrees:
-                yield subtrees.popleft()
-            elif stretches:
-                yield stretches.popleft()
+            if pending:
+                yield pending.pop()
             else:
                 item = next(source, None)
                 if item is None:
@@ -249,9 +280,7 @@ def drive_solve(executor, tasks, warm, run_dir: Path | None = None):
                 if run_dir is not None and plan.deadline is None:  # settled too: a resume then only writes the row
                     save_split(run_dir, payloads[k], i, plan)
                 if n < len(back.results):  # a win: the round's subtrees still queued are not needed
-                    kept = [q for q in subtrees if q[0][:3] != (k, i, rnd)]
-                    subtrees.clear()
-                    subtrees.extend(kept)
+                    pending.drop(lambda q: isinstance(q[0], tuple) and q[0][:3] == (k, i, rnd))
                 open_round(k, i, plan)
             else:
                 k, payload = key, payloads[key]
@@ -259,7 +288,7 @@ def drive_solve(executor, tasks, warm, run_dir: Path | None = None):
                 if out["split"] is not None:
                     i, serial, started = out["split"]
                     if i + 1 < payload["stop"] - payload["start"]:
-                        stretches.append((k, {**payload, "from": i + 1}))
+                        pending.push(k, i + 1, (k, {**payload, "from": i + 1}))
                     opts = payload["solve"]
                     t = opts["time_limit"]
                     plan = SplitSolve(_decks(payload)[i], Rules(**payload["rules"]), serial,
