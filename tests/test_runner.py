@@ -83,6 +83,24 @@ def test_manifest_records_the_run(tmp_path):
         assert m[key]
 
 
+def test_manifest_lists_each_part_as_it_is_written(tmp_path, monkeypatch):
+    # `sim report` on a long run still going reads the manifest: it must not wait for the end.
+    monkeypatch.setattr(runner, "MANIFEST_EVERY", 0.0)
+    listed = []
+    real_save = runner._save
+
+    def save(job, config, run_dir, p, status):
+        real_save(job, config, run_dir, p, status)
+        m = json.loads((run_dir / "manifest.json").read_text())
+        listed.append((len(m["parts"]), m["status"]))
+
+    monkeypatch.setattr(runner, "_save", save)
+    sim.run(sim.RunConfig(policy="greedy", n=1000, seed=9), workers=1, chunk_size=300, out=tmp_path / "run")
+    going = [n for n, status in listed if status == "incomplete"]
+    assert sorted(set(going)) == [0, 1, 2, 3, 4] and going == sorted(going)
+    assert listed[-1] == (4, "complete")
+
+
 def test_existing_run_is_refused_unless_force(tmp_path, read_games):
     out = tmp_path / "run"
     sim.run(sim.RunConfig(policy="random", n=100), workers=1, out=out)

@@ -50,6 +50,9 @@ FORMAT = "foursquare-sim run"
 """The manifest's "format": what makes a directory a run of this project."""
 FORMAT_VERSION = 1
 MAX_CHUNKS = 10**8
+MANIFEST_EVERY = 5.0
+"""Seconds: a part written at least this long after the manifest's last write rewrites it, so that
+`sim report` on a run still going sees its parts (a resume finds unlisted parts on disk anyway)."""
 """More parts than this is a mistake (or a chunk size of 1 on a huge run): refused."""
 
 
@@ -487,7 +490,10 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
     p.sessions = p.sessions + [session]
     t0 = time.perf_counter()
 
+    saved = [time.perf_counter()]
+
     def save(status):
+        saved[0] = time.perf_counter()
         session["ended"] = _now()
         session["seconds"] = round(time.perf_counter() - t0, 3)
         session["games_per_s"] = round(session["games"] / session["seconds"], 1) if session["seconds"] else None
@@ -528,6 +534,8 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
                 p.parts[name] = {"rows": frame.height, "first": first, "last": last, "sha256": digest}
                 session["games"] += frame.height
                 bar.update(frame.height)
+                if time.perf_counter() - saved[0] >= MANIFEST_EVERY:
+                    save("incomplete")
         status = "complete"
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; {len(p.parts)} of {chunk_count(config.n, p.chunk_size)} parts are done. "
