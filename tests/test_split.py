@@ -11,6 +11,7 @@
 """
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -196,6 +197,23 @@ def test_split_rows_do_not_depend_on_workers_chunks_or_resume(tmp_path, read_gam
     (b.path / "games" / "part-00002.parquet").unlink()  # deals 6..8, deal 7 among them
     again = sim.resume(b.path, workers=2)
     assert again.status == "complete" and read_games(b.path).drop("seconds").equals(ra)
+
+
+def test_a_split_deal_s_milestones_are_logged(tmp_path, read_games, caplog):
+    # Hours can pass on one hard deal with the progress bar still: -v says what it is doing.
+    caplog.set_level(logging.INFO, logger="sim")
+    config = sim.SolveConfig(n=8, seed=0, split_after=SPLIT)  # no limit: deal 7 rules out a level split
+    rows = read_games(sim.solve_run(config, workers=1, chunk_size=8, out=tmp_path / "a").path)
+    said = [r.getMessage() for r in caplog.records if r.name == "sim.solve"]
+    split = [row for row in rows.iter_rows(named=True) if row["nodes"] > SPLIT]
+    assert len(split) >= 2
+    for row in split:
+        g = row["game"]
+        assert sum(m.startswith(f"game {g}: still open after ") for m in said) == 1
+        end = f"game {g}: {row['outcome']}" + ("" if row["score"] is None else f", best score {row['score']}")
+        assert sum(m.startswith(end) and f"{row['nodes']:,} nodes" in m for m in said) == 1, (end, said)
+    ruled_out = [m for m in said if " no win in " in m]
+    assert ruled_out and all(int(m.split(" no win in ")[1].split()[0]) >= 16 for m in ruled_out)
 
 
 def test_seconds_of_a_split_deal_is_its_wall_time(tmp_path, read_games):

@@ -249,7 +249,11 @@ def drive_solve(executor, tasks, warm, run_dir: Path | None = None):
                 pending.push(k, i, ((k, i, plan.rounds, j), {"subtree": t}))
         else:  # the split deal is settled (or out of nodes or time)
             plans.pop((k, i), None)
-            results[k][i] = plan.result()
+            results[k][i] = r = plan.result()
+            log.info("game %d: %s%s, %s nodes, %.1f s", payloads[k]["start"] + i, r.outcome,
+                     "" if r.score is None else f", best score {r.score}" + (" (proven)" if r.proven_best else
+                                                                             f" (at most {r.score_bound})"),
+                     f"{r.nodes:,}", r.seconds)
 
     def feed():
         while True:
@@ -276,7 +280,11 @@ def drive_solve(executor, tasks, warm, run_dir: Path | None = None):
                 n = back.take(j, out)
                 if n is None:
                     continue
+                level = plan.level
                 plan.record(back.results[:n])
+                if plan.level > level:
+                    log.info("game %d: no win in %d cards or fewer (%s nodes, %.1f s so far)",
+                             payloads[k]["start"] + i, level - 1, f"{plan.nodes:,}", time.time() - plan.started)
                 if run_dir is not None and plan.deadline is None:  # settled too: a resume then only writes the row
                     save_split(run_dir, payloads[k], i, plan)
                 if n < len(back.results):  # a win: the round's subtrees still queued are not needed
@@ -296,6 +304,8 @@ def drive_solve(executor, tasks, warm, run_dir: Path | None = None):
                                       horizon=K.DECK_SIZE, use_tt=True, use_sym=True, started=started,
                                       deadline=None if t is None else started + t)
                     state = None if run_dir is None or t is not None else load_split(run_dir, payload, i, plan)
+                    log.info("game %d: still open after %s nodes; its search for a win in %d cards or fewer "
+                             "is split among the workers", payload["start"] + i, f"{serial.nodes:,}", plan.level - 1)
                     if state is not None:
                         plan.restore(state)
                         log.info("game %d: split solve taken up at level %d, round %d (%s nodes so far)",
