@@ -304,12 +304,15 @@ def drive_solve(executor, tasks, warm, run_dir: Path | None = None):
                                       horizon=K.DECK_SIZE, use_tt=True, use_sym=True, started=started,
                                       deadline=None if t is None else started + t)
                     state = None if run_dir is None or t is not None else load_split(run_dir, payload, i, plan)
-                    log.info("game %d: still open after %s nodes; its search for a win in %d cards or fewer "
-                             "is split among the workers", payload["start"] + i, f"{serial.nodes:,}", plan.level - 1)
                     if state is not None:
                         plan.restore(state)
-                        log.info("game %d: split solve taken up at level %d, round %d (%s nodes so far)",
-                                 payload["start"] + i, plan.level, plan.rounds, f"{plan.nodes:,}")
+                        log.info("game %d: split solve taken up from its checkpoint: the search for a win in %d "
+                                 "cards or fewer, round %d (%s nodes so far)", payload["start"] + i, plan.level - 1,
+                                 plan.rounds, f"{plan.nodes:,}")
+                    else:
+                        log.info("game %d: still open after %s nodes; its search for a win in %d cards or fewer "
+                                 "is split among the workers", payload["start"] + i, f"{serial.nodes:,}",
+                                 plan.level - 1)
                     open_round(k, i, plan)
             for k in [k for k, r in results.items() if len(r) == payloads[k]["stop"] - payloads[k]["start"]]:
                 r, payload = results.pop(k), payloads.pop(k)
