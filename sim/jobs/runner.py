@@ -50,10 +50,10 @@ FORMAT = "foursquare-sim run"
 """The manifest's "format": what makes a directory a run of this project."""
 FORMAT_VERSION = 1
 MAX_CHUNKS = 10**8
+"""More parts than this is a mistake (or a chunk size of 1 on a huge run): refused."""
 MANIFEST_EVERY = 5.0
 """Seconds: a part written at least this long after the manifest's last write rewrites it, so that
 `sim report` on a run still going sees its parts (a resume finds unlisted parts on disk anyway)."""
-"""More parts than this is a mistake (or a chunk size of 1 on a huge run): refused."""
 
 
 @dataclass(frozen=True)
