@@ -1,0 +1,208 @@
+"""Is there a win with exactly `cards` cards? The question as a SAT formula, for a CDCL solver.
+
+The depth-first search (`search.py`) proves "no win before turn L" by
+visiting every line its pruning rules leave; where it needs billions of
+nodes (two cards of slack), a clause-learning SAT solver proves the same
+fact far faster, because what it learns from one dead line it reuses in all
+the others. This module writes the question as clauses (`win_formula`) and
+asks Glucose 4 (python-sat, an optional dependency: ``pip install -e
+'.[sat]'``) for an answer (`win_with`). docs/solver.md ("Proofs by SAT")
+argues why the formula is exactly RULES.md's game; the tests hold it to the
+depth-first search deal by deal and replay every win it finds through the
+engine.
+
+The formula, on a fixed `grid` x `grid` frame (cells ``i * grid + j``):
+
+=====================  ========================================================
+variable               meaning
+=====================  ========================================================
+``x[t, c]``            card t (0-based) is placed on frame cell c
+``occ[t, c]``          c holds a pile after card t
+``fd[t, c]``           c's top card is face down after card t (false when empty)
+``top[t, c, i]``       card i is c's top after card t (i <= t)
+=====================  ========================================================
+
+Why one frame loses no win: every pile of a winning line lies in its final
+box, a full `grid` x `grid` square that contains the first card, so the
+line is a line of that frame with the first card on one of its cells; and
+every line of a frame is legal in the game, whose only limit on where a
+card may go is the occupied cells' box (the 7x7 board never forbids a
+move, docs/solver.md, rule 4). The first card's cell is one of each orbit
+of the square's 8 symmetries (a corner, an edge cell, an inner cell of the
+4x4 frame), which map lines of play to lines of play.
+"""
+
+from itertools import combinations
+
+from sim import kernels as K
+
+CENTRE_ROW = K.CENTRE // K.SIDE
+CENTRE_COL = K.CENTRE % K.SIDE
+
+
+def first_cells(grid: int) -> list[int]:
+    """One frame cell of each orbit of the square's 8 symmetries: where the first card may go."""
+    seen, out = set(), []
+    for c in range(grid * grid):
+        if c in seen:
+            continue
+        out.append(c)
+        i, j = divmod(c, grid)
+        m = grid - 1
+        for a, b in ((i, j), (j, i), (m - i, j), (i, m - j), (m - i, m - j), (j, m - i), (m - j, i), (m - j, m - i)):
+            seen.add(a * grid + b)
+    return out
+
+
+def board_cells(frame_moves, grid: int) -> list[int]:
+    """A frame line's cells on the canonical 7x7 board, the first card on the centre."""
+    r0, c0 = divmod(frame_moves[0], grid)
+    return [(CENTRE_ROW - r0 + m // grid) * K.SIDE + CENTRE_COL - c0 + m % grid for m in frame_moves]
+
+
+class _Formula:
+    """Clauses over numbered variables, with Tseitin gates."""
+
+    def __init__(self):
+        self.clauses: list[list[int]] = []
+        self.top = 0
+
+    def var(self) -> int:
+        self.top += 1
+        return self.top
+
+    def gate_and(self, lits: list[int]) -> int:
+        y = self.var()
+        for lit in lits:
+            self.clauses.append([-y, lit])
+        self.clauses.append([y] + [-lit for lit in lits])
+        return y
+
+    def gate_or(self, lits: list[int]) -> int:
+        y = self.var()
+        for lit in lits:
+            self.clauses.append([y, -lit])
+        self.clauses.append([-y] + lits)
+        return y
+
+    def gate_xor(self, a: int, b: int) -> int:
+        y = self.var()
+        self.clauses += [[-y, a, b], [-y, -a, -b], [y, -a, b], [y, a, -b]]
+        return y
+
+    def at_most(self, lits: list[int], k: int) -> None:
+        """Sinz's sequential counter: at most k of `lits` true."""
+        n = len(lits)
+        if k >= n:
+            return
+        if k == 0:
+            self.clauses += [[-lit] for lit in lits]
+            return
+        s = [[self.var() for _ in range(k)] for _ in range(n - 1)]
+        self.clauses.append([-lits[0], s[0][0]])
+        for j in range(1, k):
+            self.clauses.append([-s[0][j]])
+        for i in range(1, n - 1):
+            self.clauses.append([-lits[i], s[i][0]])
+            self.clauses.append([-s[i - 1][0], s[i][0]])
+            for j in range(1, k):
+                self.clauses.append([-lits[i], -s[i - 1][j - 1], s[i][j]])
+                self.clauses.append([-s[i - 1][j], s[i][j]])
+            self.clauses.append([-lits[i], -s[i - 1][k - 1]])
+        self.clauses.append([-lits[n - 1], -s[n - 2][k - 1]])
+
+
+def win_formula(ranks, rules, cards: int):
+    """Clauses satisfied exactly by the lines of the frame that win with card `cards` (1-based count).
+
+    Returns (clauses, x): x[t][c] is the variable of card t on frame cell c.
+    A line through a position that already won is not excluded (the game
+    would have ended there, with a better win): a solution means a win
+    with at most `cards` cards, no solution means none with exactly
+    `cards` cards.
+    """
+    g = rules.grid
+    cells = g * g
+    f = _Formula()
+    x = [[f.var() for _ in range(cells)] for _ in range(cards)]
+    occ = [[f.var() for _ in range(cells)] for _ in range(cards)]
+    fd = [[f.var() for _ in range(cells)] for _ in range(cards)]
+    rows = [[r * g + j for j in range(g)] for r in range(g)]
+    cols = [[i * g + c for i in range(g)] for c in range(g)]
+    steps = [(1, 0), (-1, 0), (0, 1), (0, -1)] + ([(1, 1), (1, -1), (-1, 1), (-1, -1)] if rules.adjacency == "king" else [])
+
+    def neighbours(c):
+        i, j = divmod(c, g)
+        return [(i + a) * g + j + b for a, b in steps if 0 <= i + a < g and 0 <= j + b < g]
+
+    for t in range(cards):  # each card goes on exactly one cell
+        f.clauses.append(list(x[t]))
+        f.clauses += [[-x[t][a], -x[t][b]] for a, b in combinations(range(cells), 2)]
+    starts = first_cells(g)
+    f.clauses += [[-x[0][c]] for c in range(cells) if c not in starts]
+    top = [[[x[0][c]] for c in range(cells)]]  # top[t][c][i]
+    for c in range(cells):
+        f.clauses += [[-occ[0][c], x[0][c]], [occ[0][c], -x[0][c]], [-fd[0][c]]]
+    for t in range(1, cards):
+        r = ranks[t]
+        for c in range(cells):
+            # Legal: on a pile (its height is bounded below), or on an empty cell next to one.
+            f.clauses.append([-x[t][c], occ[t - 1][c]] + [occ[t - 1][m] for m in neighbours(c)])
+            f.clauses += [[-occ[t][c], occ[t - 1][c], x[t][c]], [occ[t][c], -occ[t - 1][c]], [occ[t][c], -x[t][c]]]
+        # The face-up tops ranked at least and at most the card placed (rule: strictly above or below all).
+        up_ge, up_le = [], []
+        for c in range(cells):
+            ge = [top[t - 1][c][i] for i in range(t) if ranks[i] >= r]
+            le = [top[t - 1][c][i] for i in range(t) if ranks[i] <= r]
+            up_ge.append(f.gate_and([f.gate_or(ge), -fd[t - 1][c]]) if ge else None)
+            up_le.append(f.gate_and([f.gate_or(le), -fd[t - 1][c]]) if le else None)
+        fires = {}
+        for p in range(cells):
+            for k, line in ((0, rows[p // g]), (1, cols[p % g])):
+                others = [c for c in line if c != p]
+                above = f.gate_and([-up_ge[c] for c in others if up_ge[c] is not None])
+                below = f.gate_and([-up_le[c] for c in others if up_le[c] is not None])
+                fires[p, k] = f.gate_or([above, below])
+        now = []
+        for c in range(cells):
+            turned = [f.gate_and([x[t][p], fires[p, 0]]) for p in rows[c // g] if p != c]
+            turned += [f.gate_and([x[t][p], fires[p, 1]]) for p in cols[c % g] if p != c]
+            flipped = f.gate_xor(fd[t - 1][c], f.gate_or(turned))
+            # A card placed on c is face up; an empty cell has no face; else the top turns or not.
+            f.clauses += [[-fd[t][c], -x[t][c]], [-fd[t][c], occ[t][c]],
+                          [-occ[t - 1][c], x[t][c], -fd[t][c], flipped],
+                          [-occ[t - 1][c], x[t][c], fd[t][c], -flipped]]
+            now.append([f.gate_and([top[t - 1][c][i], -x[t][c]]) for i in range(t)] + [x[t][c]])
+        top.append(now)
+        if t < cards - 1:  # more face-down tops than this loses at the end of the turn
+            f.at_most([fd[t][c] for c in range(cells)], rules.max_face_down)
+    for c in range(cells):
+        f.at_most([x[t][c] for t in range(cards)], rules.max_pile)
+        f.clauses += [[occ[cards - 1][c]], [-fd[cards - 1][c]]]  # the full grid, every top face up
+    return f.clauses, x
+
+
+def win_with(deck, rules, cards: int, conflicts: int | None = None):
+    """("win", board cells of a winning line), ("none", None) or ("unknown", None) after `conflicts` conflicts.
+
+    "none": no line wins with exactly `cards` cards. A "win" line may
+    pass through an earlier win (see `win_formula`); replayed through the
+    engine, it wins by card `cards` at the latest.
+    """
+    from pysat.solvers import Solver
+
+    ranks = [int(v) for v in deck]
+    clauses, x = win_formula(ranks, rules, cards)
+    with Solver(name="glucose4", bootstrap_with=clauses) as s:
+        if conflicts is None:
+            ok = s.solve()
+        else:
+            s.conf_budget(conflicts)
+            ok = s.solve_limited()
+        if ok is None:
+            return "unknown", None
+        if not ok:
+            return "none", None
+        model = set(lit for lit in s.get_model() if lit > 0)
+    frame = [next(c for c, v in enumerate(x[t]) if v in model) for t in range(cards)]
+    return "win", board_cells(frame, rules.grid)
