@@ -74,7 +74,8 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 FLAGS = {"n": "-n", "workers": "--workers", "chunk_size": "--chunk-size", "node_limit": "--node-limit",
-         "time_limit": "--time-limit", "split_after": "--split-after", "out": "--out"}
+         "time_limit": "--time-limit", "split_after": "--split-after", "sat_conflicts": "--sat-conflicts",
+         "out": "--out"}
 """The option that sets each library setting a UsageError may name."""
 
 
@@ -719,6 +720,7 @@ def solve(
     time_limit: Annotated[Optional[float], typer.Option("--time-limit", metavar="SECONDS", help="Seconds per deal (makes outcomes depend on the machine).")] = None,
     node_limit: Annotated[Optional[str], typer.Option("--node-limit", metavar="N", help="Search nodes (placements tried) per deal: reproducible.")] = None,
     split_after: Annotated[Optional[str], typer.Option("--split-after", metavar="N", help="Serial search nodes after which an unsettled deal is split into subtrees that idle workers share (default 8e6, or 0 with --time-limit, where splits cost wall time and prove no more; 0 never splits). The rows do not depend on who helps.")] = None,
+    sat_conflicts: Annotated[Optional[str], typer.Option("--sat-conflicts", metavar="N", help="When the serial search leaves a best score open, ask a SAT solver about each card count below the best win found, each question stopped after N conflicts (reproducible; needs pip install -e '.[sat]'). Example: --sat-conflicts 1e6.")] = None,
     rule: RuleOpt = None,
     out: OutOpt = None,
     resume: ResumeOpt = None,
@@ -748,7 +750,8 @@ def solve(
     refuse_with_resume(resume, **{"-n": n, "--seed": seed, "--rule": rule, "--deals": deals,
                                   "--record-deals": record_deals, "--chunk-size": chunk_size, "--out": out,
                                   "--force": force, "--first-win": first_win, "--time-limit": time_limit,
-                                  "--node-limit": node_limit, "--split-after": split_after})
+                                  "--node-limit": node_limit, "--split-after": split_after,
+                                  "--sat-conflicts": sat_conflicts})
     seed = seed or 0
     nodes = None
     if node_limit is not None:
@@ -758,12 +761,21 @@ def solve(
             fail(f"--node-limit {node_limit!r} is not a positive whole number")
     if time_limit is not None and not time_limit > 0:
         fail(f"--time-limit must be a positive number of seconds, not {time_limit}")
-    split = {}
+    schedule = {}  # --split-after, --sat-conflicts
     if split_after is not None:
         try:
-            split = {"split_after": 0 if split_after.strip() == "0" else parse_count(split_after)}
+            schedule = {"split_after": 0 if split_after.strip() == "0" else parse_count(split_after)}
         except UsageError:
             fail(f"--split-after {split_after!r} is not a whole number of nodes (0: never split)")
+    if sat_conflicts is not None:
+        try:
+            schedule["sat_conflicts"] = parse_count(sat_conflicts)
+        except UsageError:
+            fail(f"--sat-conflicts {sat_conflicts!r} is not a positive whole number")
+        try:
+            import pysat  # noqa: F401
+        except ImportError:
+            fail("--sat-conflicts needs python-sat: pip install -e '.[sat]'")
     with library_errors(verbose):
         if resume is not None:
             from sim.analysis.report import is_solve_run
@@ -781,7 +793,7 @@ def solve(
             from sim.jobs.solve import SolveConfig, solve_run
 
             config = SolveConfig(n=count, seed=seed, rules=rules, first_win=first_win,
-                                 node_limit=nodes, time_limit=time_limit, **split,
+                                 node_limit=nodes, time_limit=time_limit, **schedule,
                                  deals=None if deals is None else str(deals), record_deals=record_deals)
             summary = solve_run(config, out=out, force=force, chunk_size=chunk_size, executor=executor,
                                 scheduler=scheduler, **how)

@@ -69,12 +69,12 @@ def _decks(task: dict) -> np.ndarray:
 
 def solve_decks(decks: np.ndarray, rules: Rules | None = None, first_win: bool = False,
                 node_limit: int | None = None, time_limit: float | None = None,
-                split_after: int | None = SPLIT_AFTER) -> list[SolveResult]:
+                split_after: int | None = SPLIT_AFTER, sat_conflicts: int | None = None) -> list[SolveResult]:
     """`sim.solve` on each row of an (n, 40) array of decks, in this process (split solves included)."""
     rules = rules or Rules()
     solver = shared_solver()
     return [solve_split(solver, d, rules, first_win=first_win, node_limit=node_limit, time_limit=time_limit,
-                        split_after=split_after) for d in validate_decks(decks)]
+                        split_after=split_after, sat_conflicts=sat_conflicts) for d in validate_decks(decks)]
 
 
 def _split_after(opts: dict) -> int | None:
@@ -87,7 +87,7 @@ def solve_chunk(task: dict) -> dict:
     opts = task["solve"]
     decks = _decks(task)
     results = solve_decks(decks, Rules(**task["rules"]), opts["first_win"], opts["node_limit"], opts["time_limit"],
-                          _split_after(opts))
+                          _split_after(opts), opts.get("sat_conflicts"))
     return _columns(task, decks, results)
 
 
@@ -133,7 +133,7 @@ def solve_work(payload: dict):
     for i in range(start, len(decks)):
         started = time.time()
         first = solver.solve(decks[i], rules, first_win=opts["first_win"], node_limit=cap,
-                             time_limit=opts["time_limit"])
+                             time_limit=opts["time_limit"], sat_conflicts=opts.get("sat_conflicts"))
         if SplitSolve.needed(first, opts["first_win"], node_limit, split):
             return {"from": start, "results": results, "split": (i, first, started)}
         results.append(first)
@@ -506,6 +506,9 @@ class SolveConfig:
     """Serial search nodes after which a deal still unsettled is split into subtrees that idle workers
     share (the schedule is counted in nodes, so its rows do not depend on who helps); 0 never splits;
     None: `default_split_after` (SPLIT_AFTER without a time limit, never with one)."""
+    sat_conflicts: int | None = None
+    """When the serial search leaves a best score open, ask the SAT solver (`sim.solver.sat`) about each
+    card count below the best win found, each question stopped after this many conflicts; None: never."""
 
     def split_threshold(self) -> int:
         """`split_after`, with None resolved to the default for this run's time limit."""
@@ -513,8 +516,11 @@ class SolveConfig:
 
     def options(self) -> dict:
         """The solver options, as the manifest's "solve" records them."""
-        return {"first_win": bool(self.first_win), "node_limit": self.node_limit, "time_limit": self.time_limit,
+        opts = {"first_win": bool(self.first_win), "node_limit": self.node_limit, "time_limit": self.time_limit,
                 "split_after": int(self.split_threshold())}
+        if self.sat_conflicts is not None:  # only when asked for: runs from before it keep their options
+            opts["sat_conflicts"] = int(self.sat_conflicts)
+        return opts
 
 
 
@@ -543,7 +549,8 @@ def config_from_manifest(m: dict) -> SolveConfig:
     opts = m.get("solve") or {}
     return SolveConfig(n=m["n"], seed=m["seed"], rules=Rules(**m["rules"]), first_win=bool(opts.get("first_win")),
                        node_limit=opts.get("node_limit"), time_limit=opts.get("time_limit"),
-                       split_after=int(opts.get("split_after") or 0), deals=m.get("deals"),
+                       split_after=int(opts.get("split_after") or 0), sat_conflicts=opts.get("sat_conflicts"),
+                       deals=m.get("deals"),
                        deals_sha256=m.get("deals_sha256"), record_deals=m.get("record_deals", False))
 
 
@@ -563,6 +570,8 @@ def default_out(config: SolveConfig) -> Path:
         name += f"-time_limit{float(config.time_limit):g}"
     if config.split_threshold() != default_split_after(config.time_limit):
         name += f"-split_after{int(config.split_threshold())}"
+    if config.sat_conflicts is not None:
+        name += f"-sat{int(config.sat_conflicts)}"
     return Path("results") / (name + runner.rules_suffix(config.rules))
 
 

@@ -182,23 +182,34 @@ def win_formula(ranks, rules, cards: int):
     return f.clauses, x
 
 
-def win_with(deck, rules, cards: int, conflicts: int | None = None):
-    """("win", board cells of a winning line), ("none", None) or ("unknown", None) after `conflicts` conflicts.
+def win_with(deck, rules, cards: int, conflicts: int | None = None, deadline: float | None = None):
+    """("win", board cells of a winning line), ("none", None) or ("unknown", None).
 
     "none": no line wins with exactly `cards` cards. A "win" line may
     pass through an earlier win (see `win_formula`); replayed through the
-    engine, it wins by card `cards` at the latest.
+    engine, it wins by card `cards` at the latest. "unknown": the solver
+    stopped after `conflicts` conflicts (a count: the answer is a pure
+    function of the arguments), or at `deadline` (`time.perf_counter()`).
     """
+    import threading
+    import time
+
     from pysat.solvers import Solver
 
     ranks = [int(v) for v in deck]
     clauses, x = win_formula(ranks, rules, cards)
     with Solver(name="glucose4", bootstrap_with=clauses) as s:
-        if conflicts is None:
-            ok = s.solve()
-        else:
-            s.conf_budget(conflicts)
-            ok = s.solve_limited()
+        if conflicts is not None:
+            s.conf_budget(int(conflicts))
+        timer = None
+        if deadline is not None:
+            timer = threading.Timer(max(0.0, deadline - time.perf_counter()), s.interrupt)
+            timer.start()
+        try:
+            ok = s.solve_limited(expect_interrupt=deadline is not None)
+        finally:
+            if timer is not None:
+                timer.cancel()
         if ok is None:
             return "unknown", None
         if not ok:
@@ -206,3 +217,51 @@ def win_with(deck, rules, cards: int, conflicts: int | None = None):
         model = set(lit for lit in s.get_model() if lit > 0)
     frame = [next(c for c, v in enumerate(x[t]) if v in model) for t in range(cards)]
     return "win", board_cells(frame, rules.grid)
+
+
+def won_after(deck, rules, cells) -> int:
+    """The cards after which the engine says the line `cells` has won (0: it does not win)."""
+    import numpy as np
+
+    r = rules.as_array()
+    state = np.empty(K.STATE_SIZE, np.int64)
+    K.reset(state)
+    target = rules.grid * rules.grid
+    for t, cell in enumerate(cells):
+        K.draw(state, int(deck[t]))
+        K.place(state, r, int(cell), int(deck[t]))
+        if state[K.PILES] == target and state[K.FACE_DOWN_COUNT] == 0:
+            return t + 1
+    return 0
+
+
+def below_best(deck, rules, best: int, moves, floor: int, conflicts: int | None, deadline: float | None = None):
+    """Ask about each card count from the best win's minus one down to `floor`, until an answer is unknown.
+
+    `best` is the card count of the best win known (its line `moves`),
+    `floor` the least card count not yet ruled out. A win found becomes
+    the best (cut at the card where the engine says it has won); "none"
+    rules its count out. Returns (best, moves, floor, ruled out above the
+    floor): the floor goes up through the counts ruled out just above it
+    (no win with fewer than `floor` cards, nor with exactly `floor`: none
+    with fewer than `floor + 1`); the others are kept for a split solve
+    (`SplitSolve`), whose levels reach them later.
+    """
+    ruled_out = set()
+    n = best - 1
+    while n >= floor:
+        answer, cells = win_with(deck, rules, n, conflicts, deadline)
+        if answer == "unknown":
+            break
+        if answer == "win":
+            best = won_after(deck, rules, cells)
+            if not best:
+                raise AssertionError(f"the SAT solver's line for {n} cards does not win: {cells}")
+            moves = tuple(cells[:best])
+            n = best - 1
+        else:
+            ruled_out.add(n)
+            n -= 1
+    while floor in ruled_out:
+        floor += 1
+    return best, moves, floor, tuple(sorted(c for c in ruled_out if c > floor))

@@ -66,6 +66,9 @@ class SolveResult:
     """The best winning line found: the canonical cell of each placement; None unless won."""
     score_bound: int | None = None
     """No line wins with a higher score than this (equal to `score` when proven best); None when lost."""
+    ruled_out: tuple[int, ...] = ()
+    """Card counts beyond the bound with no win of exactly that many cards (`sim.solver.sat`): a split
+    solve's bound goes up through them as its levels reach them. Not a column of `sim solve`'s rows."""
 
 
 DEFAULT_TT_BITS = 21
@@ -173,7 +176,7 @@ class Solver:
     def solve(self, cards: np.ndarray, rules: Rules, *, first_win: bool = False, node_limit: int | None = None,
               time_limit: float | None = None, horizon: int = K.DECK_SIZE, use_tt: bool = True,
               use_sym: bool = True, use_ranks: bool = True, use_endgame: bool = True,
-              use_slack_parity: bool = True) -> SolveResult:
+              use_slack_parity: bool = True, sat_conflicts: int | None = None) -> SolveResult:
         """Solve one checked deck (uint8 ranks) under `rules`; the options are `solve`'s."""
         t0 = time.perf_counter()
         deadline = None if time_limit is None else t0 + time_limit
@@ -278,12 +281,19 @@ class Solver:
             if not least_on and not any(x.status == RUNNING for x in anys):
                 break
             round_nodes *= 2
+        ruled_out = ()
+        if (sat_conflicts and best and not first_win and best > proven_floor
+                and (deadline is None or time.perf_counter() < deadline)):
+            from sim.solver.sat import below_best
+
+            best, best_moves, proven_floor, ruled_out = below_best(cards, rules, best, best_moves, proven_floor,
+                                                                   sat_conflicts, deadline)
         seconds = time.perf_counter() - t0
         nodes = used()
         bound = K.DECK_SIZE - proven_floor  # no win comes before turn proven_floor
         if best:
             return SolveResult("won", K.DECK_SIZE - best, bool(best <= proven_floor), nodes, seconds, best_moves,
-                               max(bound, K.DECK_SIZE - best))
+                               max(bound, K.DECK_SIZE - best), ruled_out)
         if lost:
             return SolveResult("lost", None, False, nodes, seconds, None, None)
         return SolveResult("unresolved", None, False, nodes, seconds, None, bound)
@@ -340,7 +350,7 @@ def shared_solver() -> Solver:
 def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit: int | None = None,
           time_limit: float | None = None, *, horizon: int = K.DECK_SIZE, transpositions: bool = True,
           symmetry: bool = True, rank_parity: bool = True, endgame: bool = True, slack_parity: bool = True,
-          split_after: int | None = None) -> SolveResult:
+          split_after: int | None = None, sat_conflicts: int | None = None) -> SolveResult:
     """Search every line of play of `deck` (40 ranks in draw order) with the stock order known.
 
     - ``first_win``: stop at the first win (winnability only); otherwise go on
@@ -361,6 +371,10 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
       split solve (`SplitSolve`, its subtrees searched here in turn); 0
       never splits; None (the default) is `default_split_after(time_limit)`. `sim solve` runs
       the same schedule with the subtrees on idle workers: same rows.
+    - ``sat_conflicts``: when the serial search leaves the best score open,
+      ask a SAT solver (`sim.solver.sat`, python-sat) about each card count
+      below the best win found, from the highest down, each question
+      stopped after this many conflicts (reproducible); None: never.
     """
     cards = validate_deck(deck)
     rules = Rules() if rules is None else rules
@@ -375,8 +389,10 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
         raise ValueError(f"horizon must be in 1..40, not {horizon!r}")
     if split_after is not None and (isinstance(split_after, bool) or int(split_after) < 0):
         raise ValueError(f"split_after must be a whole number of nodes (0: never split), not {split_after!r}")
+    if sat_conflicts is not None and (isinstance(sat_conflicts, bool) or int(sat_conflicts) < 1):
+        raise ValueError(f"sat_conflicts must be a positive whole number, not {sat_conflicts!r}")
     split = (default_split_after(time_limit) if split_after is None else int(split_after)) or None
-    return solve_split(shared_solver(), cards, rules, first_win=bool(first_win),
+    return solve_split(shared_solver(), cards, rules, first_win=bool(first_win), sat_conflicts=sat_conflicts,
                        node_limit=None if node_limit is None else int(node_limit), time_limit=time_limit,
                        horizon=int(horizon), use_tt=bool(transpositions), use_sym=bool(symmetry), use_ranks=bool(rank_parity),
                        use_endgame=bool(endgame), use_slack_parity=bool(slack_parity), split_after=split)
@@ -567,6 +583,7 @@ class SplitSolve:
         self.best_moves = first.moves
         floor = rules.grid * rules.grid
         self.proven_floor = floor if first.score_bound is None else K.DECK_SIZE - first.score_bound
+        self.ruled_out = set(first.ruled_out)  # card counts above the floor with no win (SAT)
         self.lost = False
         self.level = horizon + 1 if first_win else self.proven_floor + 1
         self.open: list[tuple[tuple[int, ...], ...]] | None = None  # this level's tasks still to search
@@ -647,7 +664,7 @@ class SplitSolve:
                 else list(self.best_moves), "proven_floor": self.proven_floor, "lost": self.lost,
                 "open": None if self.open is None else [[list(p) for p in task] for task in self.open],
                 "budget": self.budget, "rounds": self.rounds, "nodes": self.nodes,
-                "seconds": time.time() - self.started}
+                "seconds": time.time() - self.started, "ruled_out": sorted(self.ruled_out)}
 
     def restore(self, state: dict) -> None:
         """Go on from `checkpoint`'s state (the deal's seconds go on from its elapsed time)."""
@@ -657,16 +674,19 @@ class SplitSolve:
         self.open = None if state["open"] is None else [tuple(tuple(int(c) for c in p) for p in task)
                                                          for task in state["open"]]
         self.budget, self.rounds, self.nodes = int(state["budget"]), int(state["rounds"]), int(state["nodes"])
+        self.ruled_out = set(int(c) for c in state.get("ruled_out", ()))
         self.started = time.time() - float(state["seconds"])
 
     def _level_finished(self) -> None:
         """Every subtree of the level ended without a win: no win before turn `level`."""
         self.proven_floor = max(self.proven_floor, self.level)
+        while self.proven_floor in self.ruled_out:  # no win with exactly that many cards either
+            self.proven_floor += 1
         self.open = None
-        if self.level >= (self.best or self.horizon + 1):
+        if self.proven_floor >= (self.best or self.horizon + 1):
             self.lost = not self.best
         else:
-            self.level += 1
+            self.level = self.proven_floor + 1
 
     def result(self) -> SolveResult:
         """The deal's result (`seconds`: wall time from the start of its serial solve to now)."""
@@ -779,7 +799,8 @@ def _untried(x: _Search) -> tuple[tuple[int, ...], ...]:
 def solve_split(solver: Solver, cards: np.ndarray, rules: Rules, *, first_win: bool = False,
                 node_limit: int | None = None, time_limit: float | None = None, horizon: int = K.DECK_SIZE,
                 use_tt: bool = True, use_sym: bool = True, use_ranks: bool = True, use_endgame: bool = True,
-                use_slack_parity: bool = True, split_after: int | None = SPLIT_AFTER) -> SolveResult:
+                use_slack_parity: bool = True, split_after: int | None = SPLIT_AFTER,
+                sat_conflicts: int | None = None) -> SolveResult:
     """The whole schedule of a deal in this process: the serial solve, then (if unsettled) its split rounds.
 
     A job runs the same schedule with the rounds' subtrees on idle workers;
@@ -789,7 +810,7 @@ def solve_split(solver: Solver, cards: np.ndarray, rules: Rules, *, first_win: b
     cap = node_limit if split_after is None else (split_after if node_limit is None else min(node_limit, split_after))
     first = solver.solve(cards, rules, first_win=first_win, node_limit=cap, time_limit=time_limit, horizon=horizon,
                          use_tt=use_tt, use_sym=use_sym, use_ranks=use_ranks, use_endgame=use_endgame,
-                         use_slack_parity=use_slack_parity)
+                         use_slack_parity=use_slack_parity, sat_conflicts=sat_conflicts)
     if not SplitSolve.needed(first, first_win, node_limit, split_after):
         return first
     plan = SplitSolve(cards, rules, first, first_win=first_win, node_limit=node_limit, horizon=horizon,
