@@ -1,5 +1,8 @@
 """sim.solver.sat: the SAT formula of "a win with exactly N cards", held to brute force and the engine."""
 
+import json
+
+import numpy as np
 import pytest
 
 import sim
@@ -67,3 +70,47 @@ def test_full_rules_agree_with_the_depth_first_search(game, cards, answer):
 def test_a_conflict_budget_can_leave_the_question_open():
     # Deal 83 of seed 0 has no 17-card win, which takes the SAT solver far more than 100 conflicts.
     assert win_with(sim.deal(0, 83), sim.Rules(), 17, conflicts=100) == ("unknown", None)
+
+
+@pytest.mark.parametrize("rules,horizon,games", SMALL[:3], ids=lambda v: str(v) if not isinstance(v, sim.Rules) else
+                         "-".join(f"{k}{x}" for k, x in v.as_dict().items()))
+def test_solve_with_sat_proves_what_brute_force_says(rules, horizon, games):
+    # A node limit too small for the depth-first search to settle these deals (grid 2, piles of 3 or 4
+    # cards: wins with several card counts); the SAT questions settle more.
+    settled = settled_without = 0
+    for g in range(min(games, 30)):
+        deck = sim.deal(11, g)
+        outcome, score = brute_force(deck, rules, horizon)
+        without = sim.solve(deck, rules, horizon=horizon, node_limit=20, split_after=0)
+        r = sim.solve(deck, rules, horizon=horizon, node_limit=20, split_after=0, sat_conflicts=10**6)
+        if r.outcome == "won":
+            assert outcome == "won" and r.score <= score and r.score_bound >= score, g
+            assert replay(deck, r.moves, rules) == (True, r.score)
+            settled += r.proven_best
+            assert not r.proven_best or r.score == score, g
+        settled_without += without.proven_best
+    assert settled > settled_without
+
+
+def test_a_split_solve_s_bound_goes_up_through_the_counts_sat_ruled_out():
+    # The serial solve left: a 19-card win, no win with 16 cards, SAT: none with 18. Once the split
+    # solve's level proves none with 17 either, the 19-card win is the best.
+    from sim.solver.solver import SolveResult, SplitSolve
+
+    first = SolveResult("won", 21, False, 10, 0.1, tuple(range(19)), 23, (18,))
+    plan = SplitSolve(np.array(sim.deal(0, 134), np.uint8), sim.Rules(), first, first_win=False, node_limit=None,
+                      horizon=40, use_tt=True, use_sym=True, started=0.0, deadline=None)
+    assert (plan.level, plan.proven_floor) == (18, 17) and not plan.settled()
+    again = SplitSolve(np.array(sim.deal(0, 134), np.uint8), sim.Rules(), first, first_win=False, node_limit=None,
+                       horizon=40, use_tt=True, use_sym=True, started=0.0, deadline=None)
+    again.restore(json.loads(json.dumps(plan.checkpoint())))
+    assert again.ruled_out == {18}
+    plan._level_finished()  # as the last subtree of level 18 reports no win
+    assert plan.proven_floor == 19 and plan.settled()
+    r = plan.result()
+    assert r.proven_best and r.score == 21 and r.score_bound == 21
+
+
+def test_sat_conflicts_must_be_a_positive_count():
+    with pytest.raises(ValueError, match="sat_conflicts"):
+        sim.solve(sim.deal(0, 1), sat_conflicts=0)
