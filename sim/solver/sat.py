@@ -235,8 +235,15 @@ def won_after(deck, rules, cells) -> int:
     return 0
 
 
+SLACK = 2
+"""Questions are asked about wins with at least this many cards beyond one per pile. With fewer the
+depth-first search is the faster prover (docs/solver.md, "Proofs by SAT"): no slack is its rules 2c
+and 5, one card its rule 2d."""
+
+
 def below_best(deck, rules, best: int, moves, floor: int, conflicts: int | None, deadline: float | None = None):
-    """Ask about each card count from the best win's minus one down to `floor`, until an answer is unknown.
+    """Ask about each card count from the best win's minus one down to `floor` (and not below SLACK cards
+    beyond one per pile), until an answer is unknown.
 
     `best` is the card count of the best win known (its line `moves`),
     `floor` the least card count not yet ruled out. A win found becomes
@@ -249,7 +256,7 @@ def below_best(deck, rules, best: int, moves, floor: int, conflicts: int | None,
     """
     ruled_out = set()
     n = best - 1
-    while n >= floor:
+    while n >= max(floor, rules.grid * rules.grid + SLACK):
         answer, cells = win_with(deck, rules, n, conflicts, deadline)
         if answer == "unknown":
             break
