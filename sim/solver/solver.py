@@ -31,6 +31,7 @@ import numpy as np
 from sim import kernels as K
 from sim.engine.cards import validate_deck
 from sim.engine.rules import Rules
+from sim.solver.sat import SLACK as SAT_SLACK
 from sim.solver.search import (
     CTL_BEST, CTL_LIMIT, CTL_NODES, CTL_ORDER, CTL_SIZE, CTL_STATUS, DONE, ENDGAME_CARDS, FRAME, KEY_WORDS, MAX_DEPTH,
     MAX_MOVES, ORDER_GREEDY, ORDER_NEW_PILE, OUTCOMES, RUNNING, SCRATCH, STOPPED_AT_WIN, greedy_line, search_init,
@@ -180,6 +181,9 @@ class Solver:
         """Solve one checked deck (uint8 ranks) under `rules`; the options are `solve`'s."""
         t0 = time.perf_counter()
         deadline = None if time_limit is None else t0 + time_limit
+        sat_from = deadline  # with SAT questions and a time limit, they get its second half (if any to ask)
+        if sat_conflicts and time_limit is not None and not first_win:
+            deadline = t0 + time_limit / 2
         r = rules.as_array()
         deck = cards.astype(np.int64)
         cap = node_limit if node_limit is not None else np.iinfo(np.int64).max
@@ -236,7 +240,12 @@ class Solver:
                 any_finished(x)
         round_nodes = FIRST_ROUND
         while not settled():
-            if used() >= cap or (deadline is not None and time.perf_counter() >= deadline):
+            if used() >= cap:
+                break
+            if deadline is not None and time.perf_counter() >= deadline:
+                if deadline != sat_from and not (best and best - 1 >= max(proven_floor, floor + SAT_SLACK)):
+                    deadline = sat_from  # nothing SAT would be asked: the search keeps the whole limit
+                    continue
                 break
             active = [x for x in anys if x.status == RUNNING]
             if best and not first_win:
@@ -283,11 +292,11 @@ class Solver:
             round_nodes *= 2
         ruled_out = ()
         if (sat_conflicts and best and not first_win and best > proven_floor
-                and (deadline is None or time.perf_counter() < deadline)):
+                and (sat_from is None or time.perf_counter() < sat_from)):
             from sim.solver.sat import below_best
 
             best, best_moves, proven_floor, ruled_out = below_best(cards, rules, best, best_moves, proven_floor,
-                                                                   sat_conflicts, deadline)
+                                                                   sat_conflicts, sat_from)
         seconds = time.perf_counter() - t0
         nodes = used()
         bound = K.DECK_SIZE - proven_floor  # no win comes before turn proven_floor
@@ -374,7 +383,9 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
     - ``sat_conflicts``: when the serial search leaves the best score open,
       ask a SAT solver (`sim.solver.sat`, python-sat) about each card count
       below the best win found, from the highest down, each question
-      stopped after this many conflicts (reproducible); None: never.
+      stopped after this many conflicts (reproducible); None: never. With
+      ``time_limit`` too, the search gets its first half, the questions the
+      second (the search keeps it all while there is nothing to ask).
     """
     cards = validate_deck(deck)
     rules = Rules() if rules is None else rules
