@@ -210,9 +210,11 @@ class TaskQueue:
         return len(self._heap)
 
     def push(self, chunk: int, deal: int, item) -> None:
+        """Queue `item` at its place: deal `deal` (index in the chunk) of chunk `chunk`."""
         heapq.heappush(self._heap, (chunk, deal, next(self._order), item))
 
     def pop(self):
+        """The task of the earliest deal, the first queued among its deal's."""
         return heapq.heappop(self._heap)[3]
 
     def drop(self, unwanted) -> None:
