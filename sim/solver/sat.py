@@ -235,10 +235,9 @@ def won_after(deck, rules, cells) -> int:
     return 0
 
 
-SLACK = 2
-"""Questions are asked about wins with at least this many cards beyond one per pile. With fewer the
-depth-first search is the faster prover (docs/solver.md, "Proofs by SAT"): no slack is its rules 2c
-and 5, one card its rule 2d."""
+SLACK = 1
+"""Questions are asked about wins with at least this many cards beyond one per pile. With none the
+depth-first search (its rules 2c and 5) is the faster prover (docs/solver.md, "Proofs by SAT")."""
 
 
 def below_best(deck, rules, best: int, moves, floor: int, conflicts: int | None, deadline: float | None = None):

@@ -31,7 +31,6 @@ import numpy as np
 from sim import kernels as K
 from sim.engine.cards import validate_deck
 from sim.engine.rules import Rules
-from sim.solver.sat import SLACK as SAT_SLACK
 from sim.solver.search import (
     CTL_BEST, CTL_LIMIT, CTL_NODES, CTL_ORDER, CTL_SIZE, CTL_STATUS, DONE, ENDGAME_CARDS, FRAME, KEY_WORDS, MAX_DEPTH,
     MAX_MOVES, ORDER_GREEDY, ORDER_NEW_PILE, OUTCOMES, RUNNING, SCRATCH, STOPPED_AT_WIN, greedy_line, search_init,
@@ -79,6 +78,9 @@ ANY_WIN = ((3, ORDER_NEW_PILE), (6, ORDER_GREEDY), (None, ORDER_NEW_PILE), (None
 A depth-first search for any win is heavy-tailed: on a few deals in 10,000 one (limit, ordering)
 wanders for millions of nodes where another wins in a hundred, so several run side by side."""
 FIRST_ROUND = 2_000
+SAT_AFTER = 2_000_000
+"""With SAT questions (`sat_conflicts`), the depth-first searches' nodes before they are asked: most
+deals are settled by then, and SAT is no help with the rest's searches with no slack."""
 """Nodes each any-win search gets in the first round of the schedule; rounds double."""
 _SLICE_SECONDS = 0.02
 
@@ -181,9 +183,6 @@ class Solver:
         """Solve one checked deck (uint8 ranks) under `rules`; the options are `solve`'s."""
         t0 = time.perf_counter()
         deadline = None if time_limit is None else t0 + time_limit
-        sat_from = deadline  # with SAT questions and a time limit, they get its second half (if any to ask)
-        if sat_conflicts and time_limit is not None and not first_win:
-            deadline = t0 + time_limit / 2
         r = rules.as_array()
         deck = cards.astype(np.int64)
         cap = node_limit if node_limit is not None else np.iinfo(np.int64).max
@@ -238,15 +237,37 @@ class Solver:
         for x in anys:
             if x.status != RUNNING:
                 any_finished(x)
+        ruled_out = set()  # card counts with no win of exactly that many cards (SAT)
+        sat_asked = not sat_conflicts or first_win
+
+        def ask_sat():
+            """The SAT questions below the best win (`sim.solver.sat.below_best`), in at most half the time limit."""
+            nonlocal best, best_moves, proven_floor, sat_asked, level, least_on
+            sat_asked = True
+            now = time.perf_counter()
+            if not best or best <= proven_floor or (deadline is not None and now >= deadline):
+                return
+            from sim.solver.sat import below_best
+
+            until = None if deadline is None else min(deadline, now + time_limit / 2)
+            best, best_moves, proven_floor, above = below_best(cards, rules, best, best_moves, proven_floor,
+                                                               sat_conflicts, until)
+            ruled_out.update(above)
+            if least_on and level <= proven_floor:  # the answers finished the least-cards search's level
+                if proven_floor >= best:
+                    least_on = False
+                else:
+                    level = proven_floor + 1
+                    least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp(), use_ranks,
+                                use_endgame, use_slack_parity)
+
         round_nodes = FIRST_ROUND
         while not settled():
-            if used() >= cap:
+            if used() >= cap or (deadline is not None and time.perf_counter() >= deadline):
                 break
-            if deadline is not None and time.perf_counter() >= deadline:
-                if deadline != sat_from and not (best and best - 1 >= max(proven_floor, floor + SAT_SLACK)):
-                    deadline = sat_from  # nothing SAT would be asked: the search keeps the whole limit
-                    continue
-                break
+            if not sat_asked and used() >= SAT_AFTER:
+                ask_sat()
+                continue
             active = [x for x in anys if x.status == RUNNING]
             if best and not first_win:
                 for x in active:  # only better wins are wanted now (branch and bound)
@@ -280,23 +301,23 @@ class Solver:
                         least_on = False
                     else:
                         proven_floor = max(proven_floor, level)  # no win before turn `level`
-                        if level >= (best or horizon + 1):
+                        while proven_floor in ruled_out:  # nor with exactly that many cards (SAT)
+                            proven_floor += 1
+                        if proven_floor >= (best or horizon + 1):
                             least_on = False
                             lost = lost or not best
                         else:
                             level += 1
+                            while level - 1 in ruled_out:
+                                level += 1
                             least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp(),
                                         use_ranks, use_endgame, use_slack_parity)
             if not least_on and not any(x.status == RUNNING for x in anys):
                 break
             round_nodes *= 2
-        ruled_out = ()
-        if (sat_conflicts and best and not first_win and best > proven_floor
-                and (sat_from is None or time.perf_counter() < sat_from)):
-            from sim.solver.sat import below_best
-
-            best, best_moves, proven_floor, ruled_out = below_best(cards, rules, best, best_moves, proven_floor,
-                                                                   sat_conflicts, sat_from)
+        if not sat_asked and not settled():  # the node limit came before SAT_AFTER
+            ask_sat()
+        ruled_out = tuple(sorted(c for c in ruled_out if c > proven_floor))
         seconds = time.perf_counter() - t0
         nodes = used()
         bound = K.DECK_SIZE - proven_floor  # no win comes before turn proven_floor
@@ -380,12 +401,15 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
       split solve (`SplitSolve`, its subtrees searched here in turn); 0
       never splits; None (the default) is `default_split_after(time_limit)`. `sim solve` runs
       the same schedule with the subtrees on idle workers: same rows.
-    - ``sat_conflicts``: when the serial search leaves the best score open,
-      ask a SAT solver (`sim.solver.sat`, python-sat) about each card count
-      below the best win found, from the highest down, each question
-      stopped after this many conflicts (reproducible); None: never. With
-      ``time_limit`` too, the search gets its first half, the questions the
-      second (the search keeps it all while there is nothing to ask).
+    - ``sat_conflicts``: when the search has not settled the deal after
+      SAT_AFTER nodes (or stops first), ask a SAT solver (`sim.solver.sat`,
+      python-sat) about each card count below the best win found, from the
+      highest down, each question stopped after this many conflicts
+      (reproducible; with ``time_limit``, also after half of it); the
+      search then goes on. None: never. They
+      are asked once, after SAT_AFTER nodes of search (or when the search
+      stops first), in at most half of ``time_limit`` if there is one; the
+      search then goes on.
     """
     cards = validate_deck(deck)
     rules = Rules() if rules is None else rules
