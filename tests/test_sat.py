@@ -94,6 +94,23 @@ def test_solve_with_sat_proves_what_brute_force_says(rules, horizon, games, monk
     assert settled > settled_without
 
 
+@pytest.mark.parametrize("rules,horizon,games", SMALL[:3], ids=lambda v: str(v) if not isinstance(v, sim.Rules) else
+                         "-".join(f"{k}{x}" for k, x in v.as_dict().items()))
+def test_the_search_goes_on_after_the_sat_questions(rules, horizon, games, monkeypatch):
+    # Questions asked after a few nodes, then the search resumes (skipping the counts they ruled out):
+    # every deal settled, at the brute force's score.
+    import sim.solver.solver as solver_module
+
+    monkeypatch.setattr(sat, "SLACK", 0)
+    monkeypatch.setattr(solver_module, "SAT_AFTER", 30)
+    for g in range(min(games, 30)):
+        deck = sim.deal(11, g)
+        outcome, score = brute_force(deck, rules, horizon)
+        r = sim.solve(deck, rules, horizon=horizon, split_after=0, sat_conflicts=10**6)
+        assert (r.outcome, r.score) == (outcome, score), g
+        assert r.outcome != "won" or (r.proven_best and replay(deck, r.moves, rules) == (True, r.score))
+
+
 def test_a_split_solve_s_bound_goes_up_through_the_counts_sat_ruled_out():
     # The serial solve left: a 19-card win, no win with 16 cards, SAT: none with 18. Once the split
     # solve's level proves none with 17 either, the 19-card win is the best.
