@@ -67,8 +67,8 @@ class SolveResult:
     score_bound: int | None = None
     """No line wins with a higher score than this (equal to `score` when proven best); None when lost."""
     ruled_out: tuple[int, ...] = ()
-    """Card counts beyond the bound with no win of exactly that many cards (`sim.solver.sat`): a split
-    solve's bound goes up through them as its levels reach them. Not a column of `sim solve`'s rows."""
+    """Card counts beyond the bound with no win of exactly that many cards (`sim.solver.sat`): the bound
+    goes up through them when a split solve's levels reach them. Not a column of `sim solve`'s rows."""
 
 
 DEFAULT_TT_BITS = 21
@@ -78,10 +78,10 @@ ANY_WIN = ((3, ORDER_NEW_PILE), (6, ORDER_GREEDY), (None, ORDER_NEW_PILE), (None
 A depth-first search for any win is heavy-tailed: on a few deals in 10,000 one (limit, ordering)
 wanders for millions of nodes where another wins in a hundred, so several run side by side."""
 FIRST_ROUND = 2_000
+"""Nodes each any-win search gets in the first round of the schedule; rounds double."""
 SAT_AFTER = 2_000_000
 """With SAT questions (`sat_conflicts`), the depth-first searches' nodes before they are asked: most
 deals are settled by then, and SAT is no help with the rest's searches with no slack."""
-"""Nodes each any-win search gets in the first round of the schedule; rounds double."""
 _SLICE_SECONDS = 0.02
 
 
@@ -406,10 +406,7 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
       python-sat) about each card count below the best win found, from the
       highest down, each question stopped after this many conflicts
       (reproducible; with ``time_limit``, also after half of it); the
-      search then goes on. None: never. They
-      are asked once, after SAT_AFTER nodes of search (or when the search
-      stops first), in at most half of ``time_limit`` if there is one; the
-      search then goes on.
+      search then goes on. None: never.
     """
     cards = validate_deck(deck)
     rules = Rules() if rules is None else rules
