@@ -25,7 +25,7 @@ from sim.jobs.runner import run_parts
 
 def rows(run_dir: Path) -> pl.DataFrame:
     """The run's rows, from the parts its manifest lists (each checked to hold its games)."""
-    return pl.concat([pl.read_parquet(path) for path in run_parts(run_dir)])
+    return pl.read_parquet(run_parts(run_dir))
 
 
 def hard(run_dir: Path, nodes: float) -> str:

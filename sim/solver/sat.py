@@ -240,6 +240,13 @@ SLACK = 1
 depth-first search (its rules 2c and 5) is the faster prover (docs/solver.md, "Proofs by SAT")."""
 
 
+def past_ruled_out(floor: int, ruled_out) -> int:
+    """The least card count from `floor` on that `ruled_out` does not hold (each one held has no win)."""
+    while floor in ruled_out:
+        floor += 1
+    return floor
+
+
 def below_best(deck, rules, best: int, moves, floor: int, conflicts: int | None, deadline: float | None = None):
     """Ask about each card count from the best win's minus one down to `floor` (and not below SLACK cards
     beyond one per pile), until an answer is unknown.
@@ -268,6 +275,5 @@ def below_best(deck, rules, best: int, moves, floor: int, conflicts: int | None,
         else:
             ruled_out.add(n)
             n -= 1
-    while floor in ruled_out:
-        floor += 1
+    floor = past_ruled_out(floor, ruled_out)
     return best, moves, floor, tuple(sorted(c for c in ruled_out if c > floor))

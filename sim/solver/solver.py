@@ -31,6 +31,7 @@ import numpy as np
 from sim import kernels as K
 from sim.engine.cards import validate_deck
 from sim.engine.rules import Rules
+from sim.solver.sat import past_ruled_out
 from sim.solver.search import (
     CTL_BEST, CTL_LIMIT, CTL_NODES, CTL_ORDER, CTL_SIZE, CTL_STATUS, DONE, ENDGAME_CARDS, FRAME, KEY_WORDS, MAX_DEPTH,
     MAX_MOVES, ORDER_GREEDY, ORDER_NEW_PILE, OUTCOMES, RUNNING, SCRATCH, STOPPED_AT_WIN, greedy_line, search_init,
@@ -211,11 +212,14 @@ class Solver:
                 best, best_moves = x.best, x.best_moves
 
         # The least-cards search: levels floor+1, floor+2, ... up to the best win known.
+        def start_least(at):
+            least.start(deck, r, at, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp(), use_ranks, use_endgame,
+                        use_slack_parity)
+
         level = floor + 1
         least_on = level <= horizon + 1
         if least_on:
-            least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp(), use_ranks, use_endgame,
-                        use_slack_parity)
+            start_least(level)
         # The any-win searches: one per (limit, ordering) of ANY_WIN, limits capped by the best win known.
         anys = []
         for x, (extra, order) in zip(self.any_win, ANY_WIN):
@@ -258,8 +262,7 @@ class Solver:
                     least_on = False
                 else:
                     level = proven_floor + 1
-                    least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp(), use_ranks,
-                                use_endgame, use_slack_parity)
+                    start_least(level)
 
         round_nodes = FIRST_ROUND
         while not settled():
@@ -300,18 +303,14 @@ class Solver:
                         proven_floor = max(proven_floor, least.best)  # every level below was finished
                         least_on = False
                     else:
-                        proven_floor = max(proven_floor, level)  # no win before turn `level`
-                        while proven_floor in ruled_out:  # nor with exactly that many cards (SAT)
-                            proven_floor += 1
+                        # no win before turn `level`, nor with the card counts SAT ruled out just above it
+                        proven_floor = past_ruled_out(max(proven_floor, level), ruled_out)
                         if proven_floor >= (best or horizon + 1):
                             least_on = False
                             lost = lost or not best
                         else:
-                            level += 1
-                            while level - 1 in ruled_out:
-                                level += 1
-                            least.start(deck, r, level, ORDER_NEW_PILE, True, use_tt, use_sym, self._stamp(),
-                                        use_ranks, use_endgame, use_slack_parity)
+                            level = past_ruled_out(level, ruled_out) + 1
+                            start_least(level)
             if not least_on and not any(x.status == RUNNING for x in anys):
                 break
             round_nodes *= 2
@@ -711,9 +710,7 @@ class SplitSolve:
 
     def _level_finished(self) -> None:
         """Every subtree of the level ended without a win: no win before turn `level`."""
-        self.proven_floor = max(self.proven_floor, self.level)
-        while self.proven_floor in self.ruled_out:  # no win with exactly that many cards either
-            self.proven_floor += 1
+        self.proven_floor = past_ruled_out(max(self.proven_floor, self.level), self.ruled_out)
         self.open = None
         if self.proven_floor >= (self.best or self.horizon + 1):
             self.lost = not self.best
