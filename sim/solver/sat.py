@@ -112,14 +112,15 @@ class _Formula:
         self.clauses.append([-lits[n - 1], -s[n - 2][k - 1]])
 
 
-def win_formula(ranks, rules, cards: int):
+def win_formula(ranks, rules, cards: int, count_piles_on: bool = True):
     """Clauses satisfied exactly by the lines of the frame that win with card `cards` (1-based count).
 
     Returns (clauses, x): x[t][c] is the variable of card t on frame cell c.
     A line through a position that already won is not excluded (the game
     would have ended there, with a better win): a solution means a win
     with at most `cards` cards, no solution means none with exactly
-    `cards` cards.
+    `cards` cards. `count_piles_on` adds an implied constraint (how many
+    cards go on piles) that makes the proofs with slack fast.
     """
     g = rules.grid
     cells = g * g
@@ -179,10 +180,17 @@ def win_formula(ranks, rules, cards: int):
     for c in range(cells):
         f.at_most([x[t][c] for t in range(cards)], rules.max_pile)
         f.clauses += [[occ[cards - 1][c]], [-fd[cards - 1][c]]]  # the full grid, every top face up
+    if count_piles_on:
+        # Implied, and the solver's key to slack: every card but those placed on a pile starts one of
+        # the full grid's piles, so at most `cards - cells` cards go on piles, and not more in any prefix
+        # (a counting fact clause learning cannot find by itself: it is the pigeonhole principle).
+        on_pile = [f.gate_or([f.gate_and([x[t][c], occ[t - 1][c]]) for c in range(cells)]) for t in range(1, cards)]
+        f.at_most(on_pile, cards - cells)
     return f.clauses, x
 
 
-def win_with(deck, rules, cards: int, conflicts: int | None = None, deadline: float | None = None):
+def win_with(deck, rules, cards: int, conflicts: int | None = None, deadline: float | None = None,
+             count_piles_on: bool = True):
     """("win", board cells of a winning line), ("none", None) or ("unknown", None).
 
     "none": no line wins with exactly `cards` cards. A "win" line may
@@ -197,7 +205,7 @@ def win_with(deck, rules, cards: int, conflicts: int | None = None, deadline: fl
     from pysat.solvers import Solver
 
     ranks = [int(v) for v in deck]
-    clauses, x = win_formula(ranks, rules, cards)
+    clauses, x = win_formula(ranks, rules, cards, count_piles_on)
     with Solver(name="glucose4", bootstrap_with=clauses) as s:
         if conflicts is not None:
             s.conf_budget(int(conflicts))
