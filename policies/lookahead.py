@@ -383,6 +383,10 @@ SETUP = 13
 """A follow-up cell's row of `_cell_bounds`' setups: the cell, then `_cell_setup`'s ranges and flip indices."""
 BOUND = 4
 """values[i, BOUND]: the follow-up's upper bound over every rank (values[i, p] for p < 4: its cell values)."""
+OPEN_BOUND = 5
+"""values[i, OPEN_BOUND]: the same over the fired patterns that neither win nor lose at once. A leaf
+that does not win can be above LEAF_WIN when the weights are large, so a bound on a leaf is this one,
+or LEAF_WIN if larger where a pattern wins."""
 
 
 @njit(cache=True)
@@ -416,21 +420,23 @@ def _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line
         row_stays = table[0, row_f0, row_lo0, row_hi0]
         col_stays = table[0, col_f0, col_lo0, col_hi0]
         own = np.float64((occ >> cell) & 1)  # an occupied follow-up cell is covered, not turned
-        cell_most = -np.inf
+        open_most = -np.inf
+        wins = False
         for p in range(4):
             if status[p] == 2:
-                cell_most = np.inf
+                wins = True
                 values[n, p] = 4 * WIN
             elif status[p] == 1:
                 values[n, p] = 4 * LOSS
             else:
-                cell_most = max(cell_most, cell_value[p])
+                open_most = max(open_most, cell_value[p])
                 values[n, p] = cell_value[p]
-        values[n, BOUND] = (cell_most + (base[0] - line_min[row] - line_min[col])
-                            + max(row_stays, fire_max[row_f1, row_lo1, row_hi1] + turn_sum_max[row]
-                                  + own * turned_max[2 * cell + 1])
-                            + max(col_stays, fire_max[col_f1, col_lo1, col_hi1] + turn_sum_max[col]
-                                  + own * turned_max[2 * cell]))
+        values[n, OPEN_BOUND] = (open_most + (base[0] - line_min[row] - line_min[col])
+                                 + max(row_stays, fire_max[row_f1, row_lo1, row_hi1] + turn_sum_max[row]
+                                       + own * turned_max[2 * cell + 1])
+                                 + max(col_stays, fire_max[col_f1, col_lo1, col_hi1] + turn_sum_max[col]
+                                       + own * turned_max[2 * cell]))
+        values[n, BOUND] = np.inf if wins else values[n, OPEN_BOUND]
         setups[n, 0] = cell
         setups[n, 1] = row_lo0
         setups[n, 2] = row_hi0
@@ -489,9 +495,10 @@ def _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, va
         if bound < lowest:
             break
         if cutoff > -np.inf:
+            leaf_most = bound if bound < np.inf else max(LEAF_WIN, values[row_index, OPEN_BOUND] + slack)
             most = 0.0
             for r in range(1, RANKS + 1):
-                most += after[STOCK + r] * max(best[r], min(bound, LEAF_WIN))
+                most += after[STOCK + r] * max(best[r], leaf_most)
             if most < cutoff * total:
                 return False
         cell = setups[row_index, 0]
@@ -545,8 +552,8 @@ def _scratch():
     return (np.empty(LINES, np.int64), np.empty(LINES, np.int64), np.empty((LINES, RANKS + 1), np.float64),
             np.empty(RANKS + 1, np.float64), np.zeros((2 * CELLS, RANKS + 1), np.float64),
             np.empty((LINES, RANKS + 1), np.float64), np.empty(LINES, np.float64), np.empty(LINES, np.float64),
-            np.zeros(2 * CELLS, np.float64), np.empty((CELLS, SETUP), np.int64), np.empty((CELLS, BOUND + 1), np.float64),
-            np.empty(CELLS, np.int64))
+            np.zeros(2 * CELLS, np.float64), np.empty((CELLS, SETUP), np.int64),
+            np.empty((CELLS, OPEN_BOUND + 1), np.float64), np.empty(CELLS, np.int64))
 
 
 @njit(cache=True)

@@ -141,3 +141,22 @@ def test_a_cut_off_cell_expects_less_than_the_cutoff(seed, turns, setting, weigh
     cutoff = exact + shift
     if lookahead.cuts_off(after, rules, weights, cutoff):
         assert exact < cutoff + lookahead.margin(weights)
+
+
+def test_a_follow_up_above_leaf_win_is_not_capped_there():
+    # Large weights can value a leaf that does not win above LEAF_WIN (here 1004 against 1000); the
+    # cut-off's bound once capped every follow-up's leaf at LEAF_WIN and gave up this cell wrongly.
+    rules = sim.Rules.from_strings({"adjacency": "king"}).as_array()
+    weights = np.array([0, 0, 0, 0, 0, 19, 7], dtype=np.float64)
+    seed, turns = 8662285, 20
+    deck = np.array(sim.deal(seed, 0), dtype=np.int64)
+    state = random_position(deck, turns, rules, np.random.default_rng(seed))
+    legal = K.legal_cells(state, rules)
+    above = 0
+    for cell in (c for c in range(K.CELLS) if legal >> c & 1):
+        after = state.copy()
+        K.place(after, rules, cell, int(deck[turns]))
+        exact = lookahead.expected_value(after.copy(), rules, weights, np.empty(K.RANKS + 1, np.int64))
+        above += exact > lookahead.LEAF_WIN
+        assert not lookahead.cuts_off(after, rules, weights, exact - 1.0), cell
+    assert above
