@@ -720,7 +720,7 @@ def solve(
     time_limit: Annotated[Optional[float], typer.Option("--time-limit", metavar="SECONDS", help="Seconds per deal (makes outcomes depend on the machine).")] = None,
     node_limit: Annotated[Optional[str], typer.Option("--node-limit", metavar="N", help="Search nodes (placements tried) per deal: reproducible.")] = None,
     split_after: Annotated[Optional[str], typer.Option("--split-after", metavar="N", help="Serial search nodes after which an unsettled deal is split into subtrees that idle workers share (default 8e6, or 0 with --time-limit, where splits cost wall time and prove no more; 0 never splits). The rows do not depend on who helps.")] = None,
-    sat_conflicts: Annotated[Optional[str], typer.Option("--sat-conflicts", metavar="N", help="When the serial search leaves a best score open, ask a SAT solver about each card count below the best win found, each question stopped after N conflicts (reproducible; needs pip install -e '.[sat]'). Example: --sat-conflicts 1e6.")] = None,
+    sat_conflicts: Annotated[Optional[str], typer.Option("--sat-conflicts", metavar="N", help="When the serial search leaves a best score open, ask a SAT solver about each card count below the best win found, each question stopped after N conflicts (default 1e6; reproducible; 0: the search alone). Example: --sat-conflicts 0.")] = None,
     rule: RuleOpt = None,
     out: OutOpt = None,
     resume: ResumeOpt = None,
@@ -769,13 +769,9 @@ def solve(
             fail(f"--split-after {split_after!r} is not a whole number of nodes (0: never split)")
     if sat_conflicts is not None:
         try:
-            schedule["sat_conflicts"] = parse_count(sat_conflicts)
+            schedule["sat_conflicts"] = 0 if sat_conflicts.strip() == "0" else parse_count(sat_conflicts)
         except UsageError:
-            fail(f"--sat-conflicts {sat_conflicts!r} is not a positive whole number")
-        try:
-            import pysat  # noqa: F401
-        except ImportError:
-            fail("--sat-conflicts needs python-sat: pip install -e '.[sat]'")
+            fail(f"--sat-conflicts {sat_conflicts!r} is not a whole number of conflicts (0: the search alone)")
     with library_errors(verbose):
         if resume is not None:
             from sim.analysis.report import is_solve_run

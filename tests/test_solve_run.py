@@ -42,7 +42,8 @@ def test_rows_are_the_solver_s_results_whatever_the_workers_and_chunks(tmp_path,
             assert row["score"] is None and row["moves"] is None
     m = json.loads((a.path / "manifest.json").read_text())
     assert m["kind"] == "solve" and m["solve"] == {"first_win": False, "node_limit": NODES, "time_limit": None,
-                                                 "split_after": sim.solver.solver.SPLIT_AFTER}
+                                                 "split_after": sim.solver.solver.SPLIT_AFTER,
+                                                 "sat_conflicts": sim.solver.solver.SAT_CONFLICTS}
     assert m["status"] == "complete" and sum(m["parts"].values()) == 60
     assert a.deals == 60 and a.won + a.lost + a.unresolved == 60
     text = a.text()
@@ -90,9 +91,27 @@ def test_cli_solve_report_and_errors(tmp_path):
     assert again.exit_code == 2 and "--resume" in again.output
     resumed = cli.invoke(app, ["solve", "--resume", str(out), "-q"])
     assert resumed.exit_code == 0 and "winnable" in resumed.stdout
-    for bad in (["-n", "0"], ["-n", "5", "--node-limit", "x"], ["-n", "5", "--time-limit", "-1"], []):
+    for bad in (["-n", "0"], ["-n", "5", "--node-limit", "x"], ["-n", "5", "--time-limit", "-1"], [],
+                ["-n", "5", "--sat-conflicts", "-1"], ["-n", "5", "--sat-conflicts", "many"]):
         r = cli.invoke(app, ["solve", *bad, "--out", str(tmp_path / "bad"), "-q"])
         assert r.exit_code == 2, (bad, r.output)
+
+
+def test_sat_questions_are_on_by_default_in_best_score_mode_only():
+    # The manifest records the budget only where questions are asked, so runs without them (first-win
+    # runs, --sat-conflicts 0, runs from before SAT) keep their options; the name says a non-default one.
+    from sim.jobs.solve import config_from_manifest, default_out
+    from sim.solver.solver import SAT_CONFLICTS
+
+    best, none = sim.SolveConfig(n=10), sim.SolveConfig(n=10, sat_conflicts=0)
+    first = sim.SolveConfig(n=10, first_win=True)
+    assert best.options()["sat_conflicts"] == SAT_CONFLICTS and default_out(best).name == "solve-seed0-n10"
+    assert "sat_conflicts" not in none.options() and default_out(none).name == "solve-seed0-n10-sat0"
+    assert "sat_conflicts" not in first.options() and default_out(first).name == "solve-seed0-n10-first-win"
+    assert default_out(sim.SolveConfig(n=10, sat_conflicts=5000)).name == "solve-seed0-n10-sat5000"
+    old = {"n": 10, "seed": 0, "rules": sim.Rules().as_dict(),
+           "solve": {"first_win": False, "node_limit": None, "time_limit": None, "split_after": 8_000_000}}
+    assert config_from_manifest(old).sat_budget() == 0
 
 
 def test_oracle_policy_rows_replay_and_beat_greedy(tmp_path, read_games):

@@ -47,7 +47,7 @@ from sim.players.api import to_compile, warm_up
 from sim.players.oracle import warm_up_solver
 from sim.jobs.pool import WAIT
 from sim.solver.solver import (
-    OUTCOMES, SPLIT_AFTER, RoundResults, default_split_after, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
+    OUTCOMES, SAT_CONFLICTS, SPLIT_AFTER, RoundResults, default_split_after, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
 )
 from sim.stats import wilson
 
@@ -69,12 +69,12 @@ def _decks(task: dict) -> np.ndarray:
 
 def solve_decks(decks: np.ndarray, rules: Rules | None = None, first_win: bool = False,
                 node_limit: int | None = None, time_limit: float | None = None,
-                split_after: int | None = SPLIT_AFTER, sat_conflicts: int | None = None) -> list[SolveResult]:
+                split_after: int | None = SPLIT_AFTER, sat_conflicts: int | None = SAT_CONFLICTS) -> list[SolveResult]:
     """`sim.solve` on each row of an (n, 40) array of decks, in this process (split solves included)."""
     rules = rules or Rules()
     solver = shared_solver()
     return [solve_split(solver, d, rules, first_win=first_win, node_limit=node_limit, time_limit=time_limit,
-                        split_after=split_after, sat_conflicts=sat_conflicts) for d in validate_decks(decks)]
+                        split_after=split_after, sat_conflicts=sat_conflicts or None) for d in validate_decks(decks)]
 
 
 def _split_after(opts: dict) -> int | None:
@@ -508,9 +508,14 @@ class SolveConfig:
     """Serial search nodes after which a deal still unsettled is split into subtrees that idle workers
     share (the schedule is counted in nodes, so its rows do not depend on who helps); 0 never splits;
     None: `default_split_after` (SPLIT_AFTER without a time limit, never with one)."""
-    sat_conflicts: int | None = None
+    sat_conflicts: int = SAT_CONFLICTS
     """When the serial search leaves a best score open, ask the SAT solver (`sim.solver.sat`) about each
-    card count below the best win found, each question stopped after this many conflicts; None: never."""
+    card count below the best win found, each question stopped after this many conflicts; 0: never
+    (the search alone). Best-score mode only."""
+
+    def sat_budget(self) -> int:
+        """The SAT questions' conflicts for this run: 0 (none) in first-win mode."""
+        return 0 if self.first_win else int(self.sat_conflicts or 0)
 
     def split_threshold(self) -> int:
         """`split_after`, with None resolved to the default for this run's time limit."""
@@ -520,8 +525,8 @@ class SolveConfig:
         """The solver options, as the manifest's "solve" records them."""
         opts = {"first_win": bool(self.first_win), "node_limit": self.node_limit, "time_limit": self.time_limit,
                 "split_after": int(self.split_threshold())}
-        if self.sat_conflicts is not None:  # only when asked for: runs from before it keep their options
-            opts["sat_conflicts"] = int(self.sat_conflicts)
+        if self.sat_budget():  # runs with none (and runs from before SAT) record nothing
+            opts["sat_conflicts"] = self.sat_budget()
         return opts
 
 
@@ -551,13 +556,14 @@ def config_from_manifest(m: dict) -> SolveConfig:
     opts = m.get("solve") or {}
     return SolveConfig(n=m["n"], seed=m["seed"], rules=Rules(**m["rules"]), first_win=bool(opts.get("first_win")),
                        node_limit=opts.get("node_limit"), time_limit=opts.get("time_limit"),
-                       split_after=int(opts.get("split_after") or 0), sat_conflicts=opts.get("sat_conflicts"),
+                       split_after=int(opts.get("split_after") or 0), sat_conflicts=int(opts.get("sat_conflicts") or 0),
                        deals=m.get("deals"),
                        deals_sha256=m.get("deals_sha256"), record_deals=m.get("record_deals", False))
 
 
 def default_out(config: SolveConfig) -> Path:
-    """results/solve-seed<S>-n<N>, plus -first-win, the limits (-node_limit<K>, -time_limit<T>) and non-default rules.
+    """results/solve-seed<S>-n<N>, plus -first-win, the limits (-node_limit<K>, -time_limit<T>), a SAT budget
+    other than the default (-sat<K>, -sat0 for none) and non-default rules.
 
     Every setting that changes the rows is in the name, so solves of the
     same deals with other limits or modes get directories of their own.
@@ -572,8 +578,8 @@ def default_out(config: SolveConfig) -> Path:
         name += f"-time_limit{float(config.time_limit):g}"
     if config.split_threshold() != default_split_after(config.time_limit):
         name += f"-split_after{int(config.split_threshold())}"
-    if config.sat_conflicts is not None:
-        name += f"-sat{int(config.sat_conflicts)}"
+    if not config.first_win and config.sat_budget() != SAT_CONFLICTS:
+        name += f"-sat{config.sat_budget()}"
     return Path("results") / (name + runner.rules_suffix(config.rules))
 
 

@@ -80,9 +80,13 @@ A depth-first search for any win is heavy-tailed: on a few deals in 10,000 one (
 wanders for millions of nodes where another wins in a hundred, so several run side by side."""
 FIRST_ROUND = 2_000
 """Nodes each any-win search gets in the first round of the schedule; rounds double."""
+SAT_CONFLICTS = 1_000_000
+"""The conflicts each SAT question may take by default (best-score mode): about a minute at most, and
+enough for every deal of the 2,000 of seed 0 but a handful (README, "Proofs by SAT")."""
 SAT_AFTER = 2_000_000
 """With SAT questions (`sat_conflicts`), the depth-first searches' nodes before they are asked: most
-deals are settled by then, and SAT is no help with the rest's searches with no slack."""
+deals are settled by then, and SAT is no help with the rest's searches with no slack. A node limit (or
+a serial solve's split) that comes first means no questions, so a quick run stays quick."""
 _SLICE_SECONDS = 0.02
 
 
@@ -266,11 +270,11 @@ class Solver:
 
         round_nodes = FIRST_ROUND
         while not settled():
-            if used() >= cap or (deadline is not None and time.perf_counter() >= deadline):
-                break
-            if not sat_asked and used() >= SAT_AFTER:
+            if not sat_asked and used() >= SAT_AFTER:  # the node limit may have come too
                 ask_sat()
                 continue
+            if used() >= cap or (deadline is not None and time.perf_counter() >= deadline):
+                break
             active = [x for x in anys if x.status == RUNNING]
             if best and not first_win:
                 for x in active:  # only better wins are wanted now (branch and bound)
@@ -314,8 +318,6 @@ class Solver:
             if not least_on and not any(x.status == RUNNING for x in anys):
                 break
             round_nodes *= 2
-        if not sat_asked and not settled():  # the node limit came before SAT_AFTER
-            ask_sat()
         ruled_out = tuple(sorted(c for c in ruled_out if c > proven_floor))
         seconds = time.perf_counter() - t0
         nodes = used()
@@ -379,7 +381,7 @@ def shared_solver() -> Solver:
 def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit: int | None = None,
           time_limit: float | None = None, *, horizon: int = K.DECK_SIZE, transpositions: bool = True,
           symmetry: bool = True, rank_parity: bool = True, endgame: bool = True, slack_parity: bool = True,
-          split_after: int | None = None, sat_conflicts: int | None = None) -> SolveResult:
+          split_after: int | None = None, sat_conflicts: int | None = SAT_CONFLICTS) -> SolveResult:
     """Search every line of play of `deck` (40 ranks in draw order) with the stock order known.
 
     - ``first_win``: stop at the first win (winnability only); otherwise go on
@@ -401,11 +403,11 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
       never splits; None (the default) is `default_split_after(time_limit)`. `sim solve` runs
       the same schedule with the subtrees on idle workers: same rows.
     - ``sat_conflicts``: when the search has not settled the deal after
-      SAT_AFTER nodes (or stops first), ask a SAT solver (`sim.solver.sat`,
+      SAT_AFTER nodes (2 M; none are asked if it stops first), ask a SAT solver (`sim.solver.sat`,
       python-sat) about each card count below the best win found, from the
       highest down, each question stopped after this many conflicts
       (reproducible; with ``time_limit``, also after half of it); the
-      search then goes on. None: never.
+      search then goes on. 0 or None: never (the search alone).
     """
     cards = validate_deck(deck)
     rules = Rules() if rules is None else rules
@@ -420,10 +422,11 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
         raise ValueError(f"horizon must be in 1..40, not {horizon!r}")
     if split_after is not None and (isinstance(split_after, bool) or int(split_after) < 0):
         raise ValueError(f"split_after must be a whole number of nodes (0: never split), not {split_after!r}")
-    if sat_conflicts is not None and (isinstance(sat_conflicts, bool) or int(sat_conflicts) < 1):
-        raise ValueError(f"sat_conflicts must be a positive whole number, not {sat_conflicts!r}")
+    if sat_conflicts is not None and (isinstance(sat_conflicts, bool) or int(sat_conflicts) < 0):
+        raise ValueError(f"sat_conflicts must be a whole number of conflicts (0: never ask), not {sat_conflicts!r}")
     split = (default_split_after(time_limit) if split_after is None else int(split_after)) or None
-    return solve_split(shared_solver(), cards, rules, first_win=bool(first_win), sat_conflicts=sat_conflicts,
+    return solve_split(shared_solver(), cards, rules, first_win=bool(first_win),
+                       sat_conflicts=int(sat_conflicts) if sat_conflicts else None,
                        node_limit=None if node_limit is None else int(node_limit), time_limit=time_limit,
                        horizon=int(horizon), use_tt=bool(transpositions), use_sym=bool(symmetry), use_ranks=bool(rank_parity),
                        use_endgame=bool(endgame), use_slack_parity=bool(slack_parity), split_after=split)
