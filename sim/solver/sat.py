@@ -2,11 +2,12 @@
 
 The depth-first search (`search.py`) proves "no win before turn L" by
 visiting every line its pruning rules leave; where it needs billions of
-nodes (two cards of slack), a clause-learning SAT solver proves the same
-fact far faster, because what it learns from one dead line it reuses in all
-the others. This module writes the question as clauses (`win_formula`) and
-asks Glucose 4 (python-sat, an optional dependency: ``pip install -e
-'.[sat]'``) for an answer (`win_with`). docs/solver.md ("Proofs by SAT")
+nodes (one or two cards of slack), a clause-learning SAT solver proves the
+same fact far faster, because what it learns from one dead line it reuses
+in all the others, and the formula states outright the count it would
+otherwise have to rediscover: how many cards can go on piles. This module
+writes the question as clauses (`win_formula`) and asks Glucose 4
+(python-sat) for an answer (`win_with`). docs/solver.md ("Proofs by SAT")
 argues why the formula is exactly RULES.md's game; the tests hold it to the
 depth-first search deal by deal and replay every win it finds through the
 engine.
