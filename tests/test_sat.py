@@ -8,6 +8,7 @@ import pytest
 import sim
 from sim import kernels as K
 from sim.solver import sat
+from sim.solver import solver as solver_module
 from sim.solver.sat import board_cells, first_cells, win_with
 from test_solver import SMALL, brute_force, replay
 
@@ -89,8 +90,6 @@ def test_the_count_of_cards_on_piles_makes_a_proof_with_slack_short():
 def test_solve_with_sat_proves_what_brute_force_says(rules, horizon, games, monkeypatch):
     # A node limit too small for the depth-first search to settle these deals (grid 2, piles of 3 or 4
     # cards: wins with several card counts); the SAT questions settle more. Asked at every slack here.
-    import sim.solver.solver as solver_module
-
     monkeypatch.setattr(sat, "SLACK", 0)
     monkeypatch.setattr(solver_module, "SAT_AFTER", 10)
     settled = settled_without = 0
@@ -113,8 +112,6 @@ def test_solve_with_sat_proves_what_brute_force_says(rules, horizon, games, monk
 def test_the_search_goes_on_after_the_sat_questions(rules, horizon, games, monkeypatch):
     # Questions asked after a few nodes, then the search resumes (skipping the counts they ruled out):
     # every deal settled, at the brute force's score.
-    import sim.solver.solver as solver_module
-
     monkeypatch.setattr(sat, "SLACK", 0)
     monkeypatch.setattr(solver_module, "SAT_AFTER", 30)
     for g in range(min(games, 30)):
@@ -153,8 +150,6 @@ def test_sat_conflicts_must_be_a_whole_number():
 def test_full_deals_get_the_same_best_score_with_and_without_sat(monkeypatch):
     # Seed 0's deals whose best score (23) the search alone proves in 1 to 3.3 M nodes; questions asked
     # after 100,000 nodes here: the same proven score, and every line replays to it.
-    import sim.solver.solver as solver_module
-
     monkeypatch.setattr(solver_module, "SAT_AFTER", 100_000)
     changed = 0
     for g in (44, 63, 495, 747, 204, 306, 677, 378, 764, 278):

@@ -74,7 +74,7 @@ def solve_decks(decks: np.ndarray, rules: Rules | None = None, first_win: bool =
     rules = rules or Rules()
     solver = shared_solver()
     return [solve_split(solver, d, rules, first_win=first_win, node_limit=node_limit, time_limit=time_limit,
-                        split_after=split_after, sat_conflicts=sat_conflicts or None) for d in validate_decks(decks)]
+                        split_after=split_after, sat_conflicts=sat_conflicts) for d in validate_decks(decks)]
 
 
 def _split_after(opts: dict) -> int | None:

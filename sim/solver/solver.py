@@ -31,7 +31,7 @@ import numpy as np
 from sim import kernels as K
 from sim.engine.cards import validate_deck
 from sim.engine.rules import Rules
-from sim.solver.sat import past_ruled_out
+from sim.solver.sat import below_best, past_ruled_out
 from sim.solver.search import (
     CTL_BEST, CTL_LIMIT, CTL_NODES, CTL_ORDER, CTL_SIZE, CTL_STATUS, DONE, ENDGAME_CARDS, FRAME, KEY_WORDS, MAX_DEPTH,
     MAX_MOVES, ORDER_GREEDY, ORDER_NEW_PILE, OUTCOMES, RUNNING, SCRATCH, STOPPED_AT_WIN, greedy_line, search_init,
@@ -256,8 +256,6 @@ class Solver:
             now = time.perf_counter()
             if not best or best <= proven_floor or (deadline is not None and now >= deadline):
                 return
-            from sim.solver.sat import below_best
-
             until = None if deadline is None else min(deadline, now + time_limit / 2)
             best, best_moves, proven_floor, above = below_best(cards, rules, best, best_moves, proven_floor,
                                                                sat_conflicts, until)
@@ -427,7 +425,7 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
         raise ValueError(f"sat_conflicts must be a whole number of conflicts (0: never ask), not {sat_conflicts!r}")
     split = (default_split_after(time_limit) if split_after is None else int(split_after)) or None
     return solve_split(shared_solver(), cards, rules, first_win=bool(first_win),
-                       sat_conflicts=int(sat_conflicts) if sat_conflicts else None,
+                       sat_conflicts=int(sat_conflicts or 0),
                        node_limit=None if node_limit is None else int(node_limit), time_limit=time_limit,
                        horizon=int(horizon), use_tt=bool(transpositions), use_sym=bool(symmetry), use_ranks=bool(rank_parity),
                        use_endgame=bool(endgame), use_slack_parity=bool(slack_parity), split_after=split)
