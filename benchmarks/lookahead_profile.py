@@ -21,7 +21,9 @@ core:
   best root cell searched first, since every cell pays its tables and
   bounds before its cut) and the share whose expectation is below the best
   by more than 0.001, 1, 5, 10 and 20 (what a bound that cost less than
-  the tables would have to cut); quantiles of the largest bound minus the
+  the tables would have to cut); the positions whose choice is settled by
+  exact expectations (several root cells within 2 margins of the best,
+  each paying a second pass); quantiles of the largest bound minus the
   expectation.
 """
 
@@ -54,7 +56,8 @@ def main() -> None:
 
         With `gaps` (at least one row per legal root cell), only the root cells that do not lose at once, all
         stages, and per root cell gaps[j] = (largest bound, expectation, best expectation of its position,
-        lines the placement changes, follow-up cells outside them that were legal before it).
+        lines the placement changes, follow-up cells outside them that were legal before it, its position or
+        -1 where another root cell wins at once).
         Returns (root cells, follow-up cells).
         """
         counting = gaps.shape[0] > 0
@@ -83,12 +86,14 @@ def main() -> None:
             L._fire_tables(table, fire_max)
             first = n_roots
             top = -np.inf
+            wins = False
             m = legals[i] if upto >= 1 else 0
             while m:
                 cell = K.trailing_zeros(m)
                 m &= m - 1
                 if counting:
                     v = evaluate(state, rules, cell, cards[i], params, prefix)
+                    wins = wins or v >= WIN
                     if v <= LOSS or v >= WIN:
                         continue
                 after[:] = state
@@ -122,10 +127,13 @@ def main() -> None:
                     ev /= after[K.STOCK_LEFT]
                     gaps[n_roots - 1, 0] = values[order[0], L.BOUND] + margin
                     gaps[n_roots - 1, 1] = ev
+                    gaps[n_roots - 1, 5] = i
                     top = max(top, ev)
             if counting:
                 for j in range(first, n_roots):
                     gaps[j, 2] = top
+                    if wins:  # choose plays the win at once
+                        gaps[j, 5] = -1
         return n_roots, follow_ups
 
     @njit
@@ -156,7 +164,7 @@ def main() -> None:
           f"{n_root_cells:,} legal root cells")
 
     choose_all(states[:3], cards[:3], legals[:3], rules, params)  # compile
-    no_gaps = np.empty((0, 5))
+    no_gaps = np.empty((0, 6))
     walk(states[:3], cards[:3], legals[:3], rules, params, 4, no_gaps)
     best = [np.inf] * 6
     for _ in range(args.rounds):
@@ -174,7 +182,7 @@ def main() -> None:
         ms = (best[upto] - (best[upto - 1] if upto else 0.0)) * 1e3
         print(f"  {name:>28}: {ms:6.1f} ms")
 
-    gaps = np.empty((n_root_cells, 5))
+    gaps = np.empty((n_root_cells, 6))
     n_roots, follow_ups = walk(states, cards, legals, rules, params, 4, gaps)
     gaps = gaps[:n_roots]
     below = gaps[:, 2] - gaps[:, 1]
@@ -184,6 +192,10 @@ def main() -> None:
     print(f"  largest bound below the best expectation: {np.mean(gaps[:, 0] < gaps[:, 2]):.1%}")
     for gap in (0.001, 1, 5, 10, 20):
         print(f"  expectation more than {gap:g} below the best: {np.mean(below > gap):.1%}")
+    close = np.bincount(gaps[(below <= 2 * L.margin(params)) & (gaps[:, 5] >= 0), 5].astype(np.int64))
+    print(f"  positions settled by exact expectations (2 or more root cells within 2 margins of the best): "
+          f"{np.sum(close >= 2):,} ({np.sum(close >= 2) / len(states):.1%}), {close[close >= 2].mean():.2f} root "
+          "cells each")
     spread = gaps[:, 0] - gaps[:, 1]
     q = np.percentile(spread[np.isfinite(spread)], [5, 25, 50, 75, 95])
     print(f"  largest bound minus expectation ({np.mean(~np.isfinite(spread)):.1%} infinite: a follow-up may win), "
