@@ -16,7 +16,9 @@ core:
   and those through the cells its checks turn), and the share of follow-up
   cells outside them that were legal before it (all that tables shared
   across the root cells, redone only where a placement changes them, could
-  take over unchanged); the share of root cells whose largest follow-up bound is below
+  take over unchanged); the share that choose's cut-off gives up (root
+  cells in cell order, as choose takes them: each has paid its tables and
+  bounds by then); the share of root cells whose largest follow-up bound is below
   the best root cell's expectation (what the bounds can cut, even with the
   best root cell searched first, since every cell pays its tables and
   bounds before its cut) and the share whose expectation is below the best
@@ -57,7 +59,7 @@ def main() -> None:
         With `gaps` (at least one row per legal root cell), only the root cells that do not lose at once, all
         stages, and per root cell gaps[j] = (largest bound, expectation, best expectation of its position,
         lines the placement changes, follow-up cells outside them that were legal before it, its position or
-        -1 where another root cell wins at once).
+        -1 where another root cell wins at once, whether choose's cut-off gives it up).
         Returns (root cells, follow-up cells).
         """
         counting = gaps.shape[0] > 0
@@ -117,6 +119,10 @@ def main() -> None:
                     n = L._cell_bounds(after, rules, params, table, line_ups, line_fd_ups, base, line_min,
                                        turn_sum_max, turned_max, fire_max, status, cell_value, setups, values, order)
                     follow_ups += n
+                if counting:  # cut off as in choose (root cells in cell order)?
+                    gaps[n_roots - 1, 6] = not L._rank_loops(after, table, best, line_val, base, turned, turn_sum,
+                                                             setups, values, order, n, margin, no_floor, near,
+                                                             top - 3 * margin)
                 if upto >= 4:
                     L._rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, order, n,
                                   margin, no_floor, near, -np.inf)
@@ -164,7 +170,7 @@ def main() -> None:
           f"{n_root_cells:,} legal root cells")
 
     choose_all(states[:3], cards[:3], legals[:3], rules, params)  # compile
-    no_gaps = np.empty((0, 6))
+    no_gaps = np.empty((0, 7))
     walk(states[:3], cards[:3], legals[:3], rules, params, 4, no_gaps)
     best = [np.inf] * 6
     for _ in range(args.rounds):
@@ -182,13 +188,14 @@ def main() -> None:
         ms = (best[upto] - (best[upto - 1] if upto else 0.0)) * 1e3
         print(f"  {name:>28}: {ms:6.1f} ms")
 
-    gaps = np.empty((n_root_cells, 6))
+    gaps = np.empty((n_root_cells, 7))
     n_roots, follow_ups = walk(states, cards, legals, rules, params, 4, gaps)
     gaps = gaps[:n_roots]
     below = gaps[:, 2] - gaps[:, 1]
     print(f"{n_roots:,} root cells that do not lose at once, {follow_ups / n_roots:.1f} follow-up cells each")
     print(f"  lines a root placement changes: {gaps[:, 3].mean():.2f} on average; follow-up cells outside them, "
           f"legal before it: {gaps[:, 4].sum() / follow_ups:.1%}")
+    print(f"  cut off by choose (after their tables and bounds): {np.mean(gaps[:, 6]):.1%}")
     print(f"  largest bound below the best expectation: {np.mean(gaps[:, 0] < gaps[:, 2]):.1%}")
     for gap in (0.001, 1, 5, 10, 20):
         print(f"  expectation more than {gap:g} below the best: {np.mean(below > gap):.1%}")
