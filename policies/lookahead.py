@@ -489,13 +489,24 @@ def _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, va
         if after[STOCK + r]:
             lowest = min(lowest, floor[r] if record else LEAF_LOSS)
     occ = after[OCCUPIED]
+    win_most = -np.inf  # set when first needed, below
     for i in range(n):
         row_index = order[i]
         bound = values[row_index, BOUND] + slack
         if bound < lowest:
             break
         if cutoff > -np.inf:
-            leaf_most = bound if bound < np.inf else max(LEAF_WIN, values[row_index, OPEN_BOUND] + slack)
+            if bound == np.inf and win_most == -np.inf:
+                # The cells that may win come first (infinite bounds). While one of them is next, a leaf
+                # of any cell still to come is at most LEAF_WIN, the largest of their bounds over the
+                # other patterns, or the largest finite bound (the first cell after them).
+                win_most = LEAF_WIN
+                for j in range(i, n):
+                    k = order[j]
+                    win_most = max(win_most, values[k, OPEN_BOUND if values[k, BOUND] == np.inf else BOUND] + slack)
+                    if values[k, BOUND] < np.inf:
+                        break
+            leaf_most = bound if bound < np.inf else win_most
             most = 0.0
             for r in range(1, RANKS + 1):
                 most += after[STOCK + r] * max(best[r], leaf_most)

@@ -160,3 +160,35 @@ def test_a_follow_up_above_leaf_win_is_not_capped_there():
         above += exact > lookahead.LEAF_WIN
         assert not lookahead.cuts_off(after, rules, weights, exact - 1.0), cell
     assert above
+
+
+@pytest.mark.parametrize("seed, turns, weights, cell", [
+    (174308926, 19, [0, 0, 0, 0, 0, 40, 30], 23),
+    (848688723, 14, [0, -5, 0, 0, 0, 60, 60], 29),
+])
+def test_cells_that_may_win_do_not_cap_the_later_ones_at_their_own_bound(seed, turns, weights, cell):
+    # With large weights, two follow-ups that may each win can have bounds over their other patterns
+    # above LEAF_WIN; the cut-off once took the first one's as a bound on every leaf still to come, so
+    # that choose gave up the best cell and played another (16 and 15 here).
+    rules = sim.Rules.from_strings({"grid": "3"}).as_array()
+    weights = np.array(weights, dtype=np.float64)
+    deck = np.array(sim.deal(seed, 0), dtype=np.int64)
+    state = random_position(deck, turns, rules, np.random.default_rng(seed))
+    legal = K.legal_cells(state, rules)
+    card = int(deck[turns])
+    rng = np.zeros(1, np.uint64)
+    assert lookahead.choose_exhaustive(state.copy(), rules, card, legal, rng, weights) == cell
+    assert lookahead.choose(state.copy(), rules, card, legal, rng, weights) == cell
+
+
+def test_a_cell_after_several_that_may_win_is_not_cut_off_wrongly():
+    rules = sim.Rules.from_strings({"grid": "3"}).as_array()
+    weights = np.array([0, 0, 0, 0, 0, 40, 30], dtype=np.float64)
+    seed, turns = 1386318620, 29
+    deck = np.array(sim.deal(seed, 0), dtype=np.int64)
+    state = random_position(deck, turns, rules, np.random.default_rng(seed))
+    after = state.copy()
+    K.place(after, rules, 16, int(deck[turns]))
+    exact = lookahead.expected_value(after.copy(), rules, weights, np.empty(K.RANKS + 1, np.int64))
+    assert exact > lookahead.LEAF_WIN  # 1500: only leaves that do not win are worth this much
+    assert not lookahead.cuts_off(after, rules, weights, exact - 1.0)
