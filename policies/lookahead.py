@@ -18,8 +18,8 @@ line's value and of what turning each pile adds, for every rank
 follow-up cells go by descending upper bound over every rank (each term at
 its largest), stopping at the first that is below every rank's best so far.
 A root cell is cut off as soon as its expectation, with each rank's best so
-far or the next follow-up's bound if larger, is sure to stay more than 2
-margins below the best root's so far (`cuts_off`). Those sums
+far or a bound on every follow-up still to come if larger, is sure to stay
+more than 2 margins below the best root's so far (`cuts_off`). Those sums
 round differently from `evaluate`, by far less than `_margin`; when several
 cells come within the margin of the best expectation, their exact
 expectations (the same operations in the same order as `expected_value`,
@@ -472,8 +472,8 @@ def _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, va
     rank's best so far, so are the rest's. With floor[0] set, near[r] also
     gets the mask of the cells whose leaf reaches floor[r], and floor stands
     for the best so far. Returns False, leaving best unfinished, as soon as
-    the expectation (each rank's best so far, or the next cell's bound if
-    larger) is sure to stay below `cutoff`.
+    the expectation (each rank's best so far, or a bound on the leaves of
+    every cell still to come if larger) is sure to stay below `cutoff`.
     """
     # Uncounted views (see sim.kernels.borrowed): the caller keeps every array alive.
     after, table, best, line_val, base = borrowed(after), borrowed(table), borrowed(best), borrowed(line_val), borrowed(base)
