@@ -89,11 +89,15 @@ def _exact_rank_bests(after, rules, weights):
 
 
 weight = st.floats(-20, 20, allow_nan=False, allow_infinity=False)
+large_weight = st.floats(-3000, 3000, allow_nan=False, allow_infinity=False)
+"""Large enough that a leaf that does not win can be worth more than LEAF_WIN."""
+any_weights = st.one_of(st.just(list(DEFAULT_WEIGHTS)), st.lists(weight, min_size=7, max_size=7),
+                        st.lists(large_weight, min_size=7, max_size=7))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), turns=st.integers(1, 30), setting=st.sampled_from(SETTINGS),
-       weights=st.one_of(st.just(list(DEFAULT_WEIGHTS)), st.lists(weight, min_size=7, max_size=7)),
+       weights=any_weights,
        data=st.data())
 def test_bounds_never_drop_a_ranks_best(seed, turns, setting, weights, data):
     """The fast rank bests equal the exact ones to within the margin.
@@ -119,7 +123,7 @@ def test_bounds_never_drop_a_ranks_best(seed, turns, setting, weights, data):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), turns=st.integers(1, 30), setting=st.sampled_from(SETTINGS),
-       weights=st.one_of(st.just(list(DEFAULT_WEIGHTS)), st.lists(weight, min_size=7, max_size=7)),
+       weights=any_weights,
        shift=st.floats(-5, 5, allow_nan=False), data=st.data())
 def test_a_cut_off_cell_expects_less_than_the_cutoff(seed, turns, setting, weights, shift, data):
     """A root cell is cut off only when its exact expectation is below the cutoff (to within the margin).
