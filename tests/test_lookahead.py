@@ -147,19 +147,23 @@ def test_a_cut_off_cell_expects_less_than_the_cutoff(seed, turns, setting, weigh
         assert exact < cutoff + lookahead.margin(weights)
 
 
+def found_position(seed, turns, setting):
+    """(rules, position, next card) of a random position a search for counterexamples found."""
+    rules = sim.Rules.from_strings(setting).as_array()
+    deck = np.array(sim.deal(seed, 0), dtype=np.int64)
+    return rules, random_position(deck, turns, rules, np.random.default_rng(seed)), int(deck[turns])
+
+
 def test_a_follow_up_above_leaf_win_is_not_capped_there():
     # Large weights can value a leaf that does not win above LEAF_WIN (here 1004 against 1000); the
     # cut-off's bound once capped every follow-up's leaf at LEAF_WIN and gave up this cell wrongly.
-    rules = sim.Rules.from_strings({"adjacency": "king"}).as_array()
+    rules, state, card = found_position(8662285, 20, {"adjacency": "king"})
     weights = np.array([0, 0, 0, 0, 0, 19, 7], dtype=np.float64)
-    seed, turns = 8662285, 20
-    deck = np.array(sim.deal(seed, 0), dtype=np.int64)
-    state = random_position(deck, turns, rules, np.random.default_rng(seed))
     legal = K.legal_cells(state, rules)
     above = 0
     for cell in (c for c in range(K.CELLS) if legal >> c & 1):
         after = state.copy()
-        K.place(after, rules, cell, int(deck[turns]))
+        K.place(after, rules, cell, card)
         exact = lookahead.expected_value(after.copy(), rules, weights, np.empty(K.RANKS + 1, np.int64))
         above += exact > lookahead.LEAF_WIN
         assert not lookahead.cuts_off(after, rules, weights, exact - 1.0), cell
@@ -174,25 +178,19 @@ def test_cells_that_may_win_do_not_cap_the_later_ones_at_their_own_bound(seed, t
     # With large weights, two follow-ups that may each win can have bounds over their other patterns
     # above LEAF_WIN; the cut-off once took the first one's as a bound on every leaf still to come, so
     # that choose gave up the best cell and played another (16 and 15 here).
-    rules = sim.Rules.from_strings({"grid": "3"}).as_array()
+    rules, state, card = found_position(seed, turns, {"grid": "3"})
     weights = np.array(weights, dtype=np.float64)
-    deck = np.array(sim.deal(seed, 0), dtype=np.int64)
-    state = random_position(deck, turns, rules, np.random.default_rng(seed))
     legal = K.legal_cells(state, rules)
-    card = int(deck[turns])
     rng = np.zeros(1, np.uint64)
     assert lookahead.choose_exhaustive(state.copy(), rules, card, legal, rng, weights) == cell
     assert lookahead.choose(state.copy(), rules, card, legal, rng, weights) == cell
 
 
 def test_a_cell_after_several_that_may_win_is_not_cut_off_wrongly():
-    rules = sim.Rules.from_strings({"grid": "3"}).as_array()
+    rules, state, card = found_position(1386318620, 29, {"grid": "3"})
     weights = np.array([0, 0, 0, 0, 0, 40, 30], dtype=np.float64)
-    seed, turns = 1386318620, 29
-    deck = np.array(sim.deal(seed, 0), dtype=np.int64)
-    state = random_position(deck, turns, rules, np.random.default_rng(seed))
     after = state.copy()
-    K.place(after, rules, 16, int(deck[turns]))
+    K.place(after, rules, 16, card)
     exact = lookahead.expected_value(after.copy(), rules, weights, np.empty(K.RANKS + 1, np.int64))
     assert exact > lookahead.LEAF_WIN  # 1500: only leaves that do not win are worth this much
     assert not lookahead.cuts_off(after, rules, weights, exact - 1.0)
