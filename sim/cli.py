@@ -764,12 +764,12 @@ def solve(
     schedule = {}  # --split-after, --sat-conflicts
     if split_after is not None:
         try:
-            schedule = {"split_after": 0 if split_after.strip() == "0" else parse_count(split_after)}
+            schedule = {"split_after": parse_count(split_after, zero=True)}
         except UsageError:
             fail(f"--split-after {split_after!r} is not a whole number of nodes (0: never split)")
     if sat_conflicts is not None:
         try:
-            schedule["sat_conflicts"] = 0 if sat_conflicts.strip() == "0" else parse_count(sat_conflicts)
+            schedule["sat_conflicts"] = parse_count(sat_conflicts, zero=True)
         except UsageError:
             fail(f"--sat-conflicts {sat_conflicts!r} is not a whole number of conflicts (0: the search alone)")
     with library_errors(verbose):

@@ -30,8 +30,11 @@ class PolicyError(RuntimeError):
     """A policy returned a cell that is not legal, or raised."""
 
 
-def parse_count(text: str, what: str = "n") -> int:
-    """A positive whole number: 1000000, 1_000_000, 1e6 or 2.5e5; UsageError naming `what` otherwise."""
+def parse_count(text: str, what: str = "n", zero: bool = False) -> int:
+    """A positive whole number: 1000000, 1_000_000, 1e6 or 2.5e5; UsageError naming `what` otherwise.
+
+    With `zero`, 0 too (for the options where 0 switches something off).
+    """
     import math
 
     s = str(text).strip().replace("_", "")
@@ -45,6 +48,6 @@ def parse_count(text: str, what: str = "n") -> int:
         if not math.isfinite(f) or not f.is_integer():
             raise UsageError(f"{what} {text!r} is not a positive whole number", what) from None
         value = int(f)
-    if value <= 0:
+    if value < 0 or (value == 0 and not zero):
         raise UsageError(f"{what} {text!r} is not a positive whole number", what)
     return value
