@@ -391,22 +391,21 @@ or LEAF_WIN if larger where a pattern wins."""
 
 @njit(cache=True)
 def _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line_min, turn_sum_max, turned_max,
-                 fire_max, status, cell_value, setups, values, order):
+                 fire_max, status, cell_value, setups, values):
     """The legal follow-up cells' setups and upper bounds, for `_rank_loops`; returns how many.
 
     setups[i]: the cell and `_cell_setup`'s ranges and flip indices;
     values[i, p]: its cell value under the fired pattern p, a lost or won
     pattern's far beyond LOSS or WIN (so that `_leaf` maps it to LEAF_LOSS
     or LEAF_WIN); values[i, BOUND]: an upper bound on its leaf over every
-    rank (each term at its largest over the ranks). order[:n] lists the
-    rows by descending bound, so that the best follow-ups come first and
-    the rest can be cut off at once.
+    rank (each term at its largest over the ranks), by which `_rank_loops`
+    takes the cells, best first, so that the rest can be cut off at once.
     """
     after, rules, weights, table = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table)
     line_ups, line_fd_ups, base = borrowed(line_ups), borrowed(line_fd_ups), borrowed(base)
     line_min, turn_sum_max, turned_max = borrowed(line_min), borrowed(turn_sum_max), borrowed(turned_max)
     fire_max, status, cell_value = borrowed(fire_max), borrowed(status), borrowed(cell_value)
-    setups, values, order = borrowed(setups), borrowed(values), borrowed(order)
+    setups, values = borrowed(setups), borrowed(values)
     occ = after[OCCUPIED]
     n = 0
     m = legal_cells(after, rules)
@@ -450,18 +449,12 @@ def _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line
         setups[n, 10] = col_hi1
         setups[n, 11] = col_f0
         setups[n, 12] = col_f1
-        j = n
-        while j > 0 and values[order[j - 1], BOUND] < values[n, BOUND]:
-            order[j] = order[j - 1]
-            j -= 1
-        order[j] = n
         n += 1
     return n
 
 
 @njit(cache=True)
-def _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, order, n, slack, floor, near,
-                cutoff):
+def _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, n, slack, floor, near, cutoff):
     """best[r] = the best leaf over the follow-up cells once rank r is drawn, to within `_margin`.
 
     Each leaf is a few lookups in `_prepare`'s tables: the lines away from
@@ -478,7 +471,7 @@ def _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, va
     # Uncounted views (see sim.kernels.borrowed): the caller keeps every array alive.
     after, table, best, line_val, base = borrowed(after), borrowed(table), borrowed(best), borrowed(line_val), borrowed(base)
     turned, turn_sum, setups, values = borrowed(turned), borrowed(turn_sum), borrowed(setups), borrowed(values)
-    order, floor, near = borrowed(order), borrowed(floor), borrowed(near)
+    floor, near = borrowed(floor), borrowed(near)
     record = floor[0] != 0.0
     total = after[STOCK_LEFT]
     # lowest: the smallest best[r] (floor[r] with floor[0] set) over the ranks in the stock.
@@ -490,8 +483,15 @@ def _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, va
             lowest = min(lowest, floor[r] if record else LEAF_LOSS)
     occ = after[OCCUPIED]
     win_most = -np.inf  # set when first needed, below
-    for i in range(n):
-        row_index = order[i]
+    visited = np.int64(0)  # rows of setups and values, as bits
+    for _ in range(n):
+        # The next cell: the largest bound among those not visited, the lowest row among equals. Most root cells
+        # are cut off at the first (see `choose`), so picking each in turn costs less than sorting them all.
+        row_index = -1
+        for j in range(n):
+            if not (visited >> j) & 1 and (row_index < 0 or values[j, BOUND] > values[row_index, BOUND]):
+                row_index = j
+        visited |= np.int64(1) << row_index
         bound = values[row_index, BOUND] + slack
         if bound < lowest:
             break
@@ -501,11 +501,9 @@ def _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, va
                 # of any cell still to come is at most LEAF_WIN, the largest of their bounds over the
                 # other patterns, or the largest finite bound (the first cell after them).
                 win_most = LEAF_WIN
-                for j in range(i, n):
-                    k = order[j]
-                    win_most = max(win_most, values[k, OPEN_BOUND if values[k, BOUND] == np.inf else BOUND] + slack)
-                    if values[k, BOUND] < np.inf:
-                        break
+                for k in range(n):
+                    if k == row_index or not (visited >> k) & 1:
+                        win_most = max(win_most, values[k, OPEN_BOUND if values[k, BOUND] == np.inf else BOUND] + slack)
             leaf_most = bound if bound < np.inf else win_most
             most = 0.0
             for r in range(1, RANKS + 1):
@@ -564,29 +562,30 @@ def _scratch():
             np.empty(RANKS + 1, np.float64), np.zeros((2 * CELLS, RANKS + 1), np.float64),
             np.empty((LINES, RANKS + 1), np.float64), np.empty(LINES, np.float64), np.empty(LINES, np.float64),
             np.zeros(2 * CELLS, np.float64), np.empty((CELLS, SETUP), np.int64),
-            np.empty((CELLS, OPEN_BOUND + 1), np.float64), np.empty(CELLS, np.int64))
+            np.empty((CELLS, OPEN_BOUND + 1), np.float64))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _follow_ups(after, rules, weights, table, fire_max, slack, best, scratch, status, cell_value, floor, near,
                 cutoff):
     """`_prepare`, `_cell_bounds` then `_rank_loops` for the position `after`, in the arrays of `_scratch`."""
-    # Uncounted views (see sim.kernels.borrowed): this runs for every root cell, passing on 25 arrays.
+    # Uncounted views (see sim.kernels.borrowed): this runs for every root cell, passing on 24 arrays. Inlined
+    # into its callers, so that they are not all passed once more as arguments.
     after, rules, weights, table = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table)
     fire_max, best, status, cell_value = borrowed(fire_max), borrowed(best), borrowed(status), borrowed(cell_value)
     floor, near = borrowed(floor), borrowed(near)
-    (line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max, turned_max, setups, values,
-     order) = scratch
+    (line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max, turned_max, setups,
+     values) = scratch
     line_ups, line_fd_ups, line_val, base = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_val), borrowed(base)
     turned, turn_sum, line_min = borrowed(turned), borrowed(turn_sum), borrowed(line_min)
     turn_sum_max, turned_max = borrowed(turn_sum_max), borrowed(turned_max)
-    setups, values, order = borrowed(setups), borrowed(values), borrowed(order)
+    setups, values = borrowed(setups), borrowed(values)
     _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max,
              turned_max)
     n = _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line_min, turn_sum_max, turned_max,
-                     fire_max, status, cell_value, setups, values, order)
-    return _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, order, n, slack, floor,
-                       near, cutoff)
+                     fire_max, status, cell_value, setups, values)
+    return _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, n, slack, floor, near,
+                       cutoff)
 
 
 @njit(cache=True)
