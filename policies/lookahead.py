@@ -499,7 +499,7 @@ def _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, va
             if bound == np.inf and win_most == -np.inf:
                 # The cells that may win come first (infinite bounds). While one of them is next, a leaf
                 # of any cell still to come is at most LEAF_WIN, the largest of their bounds over the
-                # other patterns, or the largest finite bound (the first cell after them).
+                # other patterns, or the largest finite bound.
                 win_most = LEAF_WIN
                 for k in range(n):
                     if k == row_index or not (visited >> k) & 1:
@@ -569,7 +569,7 @@ def _scratch():
 def _follow_ups(after, rules, weights, table, fire_max, slack, best, scratch, status, cell_value, floor, near,
                 cutoff):
     """`_prepare`, `_cell_bounds` then `_rank_loops` for the position `after`, in the arrays of `_scratch`."""
-    # Uncounted views (see sim.kernels.borrowed): this runs for every root cell, passing on 24 arrays. Inlined
+    # Uncounted views (see sim.kernels.borrowed): this runs for every root cell, passing on 21 arrays. Inlined
     # into its callers, so that they are not all passed once more as arguments.
     after, rules, weights, table = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table)
     fire_max, best, status, cell_value = borrowed(fire_max), borrowed(best), borrowed(status), borrowed(cell_value)
