@@ -23,7 +23,11 @@ core:
   best root cell searched first, since every cell pays its tables and
   bounds before its cut) and the share whose expectation is below the best
   by more than 0.001, 1, 5, 10 and 20 (what a bound that cost less than
-  the tables would have to cut); the positions whose choice is settled by
+  the tables would have to cut); the share whose value after the placement
+  (over the next card) plus its largest gain (the best follow-up's leaf less
+  that value, at its largest over the ranks) is below the best expectation
+  (the most that a bound of that form, one gain for every rank, could cut,
+  however it is computed); the positions whose choice is settled by
   exact expectations (several root cells within 2 margins of the best,
   each paying a second pass); quantiles of the largest bound minus the
   expectation.
@@ -59,7 +63,8 @@ def main() -> None:
         With `gaps` (at least one row per legal root cell), only the root cells that do not lose at once, all
         stages, and per root cell gaps[j] = (largest bound, expectation, best expectation of its position,
         lines the placement changes, follow-up cells outside them that were legal before it, its position or
-        -1 where another root cell wins at once, whether choose's cut-off gives it up).
+        -1 where another root cell wins at once, whether choose's cut-off gives it up, the root bound's
+        ceiling: the expectation of the position's own value after the placement plus its largest gain).
         Returns (root cells, follow-up cells).
         """
         counting = gaps.shape[0] > 0
@@ -133,6 +138,15 @@ def main() -> None:
                     ev /= after[K.STOCK_LEFT]
                     gaps[n_roots - 1, 0] = (values[:n, L.BOUND].max() if n else -np.inf) + margin
                     gaps[n_roots - 1, 1] = ev
+                    # The leaves, less the lines' part of the position's value after the placement (base[r]: the
+                    # cell features are in both, so they cancel), at their largest over the ranks in the stock.
+                    gain = -np.inf
+                    static = 0.0
+                    for r in range(1, K.RANKS + 1):
+                        if after[K.STOCK + r]:
+                            gain = max(gain, best[r] - base[r])
+                            static += after[K.STOCK + r] * base[r]
+                    gaps[n_roots - 1, 7] = static / after[K.STOCK_LEFT] + gain
                     gaps[n_roots - 1, 5] = i
                     top = max(top, ev)
             if counting:
@@ -170,7 +184,7 @@ def main() -> None:
           f"{n_root_cells:,} legal root cells")
 
     choose_all(states[:3], cards[:3], legals[:3], rules, params)  # compile
-    no_gaps = np.empty((0, 7))
+    no_gaps = np.empty((0, 8))
     walk(states[:3], cards[:3], legals[:3], rules, params, 4, no_gaps)
     best = [np.inf] * 6
     for _ in range(args.rounds):
@@ -188,7 +202,7 @@ def main() -> None:
         ms = (best[upto] - (best[upto - 1] if upto else 0.0)) * 1e3
         print(f"  {name:>28}: {ms:6.1f} ms")
 
-    gaps = np.empty((n_root_cells, 7))
+    gaps = np.empty((n_root_cells, 8))
     n_roots, follow_ups = walk(states, cards, legals, rules, params, 4, gaps)
     gaps = gaps[:n_roots]
     below = gaps[:, 2] - gaps[:, 1]
@@ -203,6 +217,9 @@ def main() -> None:
     print(f"  positions settled by exact expectations (2 or more root cells within 2 margins of the best): "
           f"{np.sum(close >= 2):,} ({np.sum(close >= 2) / len(states):.1%}), {close[close >= 2].mean():.2f} root "
           "cells each")
+    ceiling = np.mean(gaps[gaps[:, 5] >= 0, 7] < gaps[gaps[:, 5] >= 0, 2])
+    print(f"  the position's value after the root placement (over the next card) plus its largest gain (the best "
+          f"follow-up's leaf less that value, over every rank), below the best expectation: {ceiling:.1%}")
     spread = gaps[:, 0] - gaps[:, 1]
     q = np.percentile(spread[np.isfinite(spread)], [5, 25, 50, 75, 95])
     print(f"  largest bound minus expectation ({np.mean(~np.isfinite(spread)):.1%} infinite: a follow-up may win), "
