@@ -15,8 +15,9 @@ lines, and a follow-up placement changes only its own row and column and
 the lines crossing the cells it turns, so with per-position tables of each
 line's value and of what turning each pile adds, for every rank
 (`_prepare`), each leaf is a handful of lookups (`rank_bests`), and the
-follow-up cells go by descending upper bound over every rank (each term at
-its largest), stopping at the first that is below every rank's best so far.
+follow-up cells go by descending upper bound over the ranks in the stock
+(each fired pattern that one of them brings about, with each term at its
+largest), stopping at the first that is below every rank's best so far.
 A root cell is cut off as soon as its expectation, with each rank's best so
 far or a bound on every follow-up still to come if larger, is sure to stay
 more than 2 margins below the best root's so far (`cuts_off`). Those sums
@@ -382,7 +383,8 @@ def _cell_setup(after, rules, weights, table, cell, line_ups, line_fd_ups, statu
 SETUP = 13
 """A follow-up cell's row of `_cell_bounds`' setups: the cell, then `_cell_setup`'s ranges and flip indices."""
 BOUND = 4
-"""values[i, BOUND]: the follow-up's upper bound over every rank (values[i, p] for p < 4: its cell values)."""
+"""values[i, BOUND]: the follow-up's upper bound over the ranks in the stock (values[i, p] for p < 4: its cell
+values)."""
 OPEN_BOUND = 5
 """values[i, OPEN_BOUND]: the same over the fired patterns that neither win nor lose at once. A leaf
 that does not win can be above LEAF_WIN when the weights are large, so a bound on a leaf is this one,
@@ -397,9 +399,11 @@ def _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line
     setups[i]: the cell and `_cell_setup`'s ranges and flip indices;
     values[i, p]: its cell value under the fired pattern p, a lost or won
     pattern's far beyond LOSS or WIN (so that `_leaf` maps it to LEAF_LOSS
-    or LEAF_WIN); values[i, BOUND]: an upper bound on its leaf over every
-    rank (each term at its largest over the ranks), by which `_rank_loops`
-    takes the cells, best first, so that the rest can be cut off at once.
+    or LEAF_WIN); values[i, BOUND]: an upper bound on its leaf over the
+    ranks in the stock (the largest, over the fired patterns that one of
+    them brings about, of the pattern's cell value plus each line term at
+    its largest over the ranks), by which `_rank_loops` takes the cells,
+    best first, so that the rest can be cut off at once.
     """
     after, rules, weights, table = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table)
     line_ups, line_fd_ups, base = borrowed(line_ups), borrowed(line_fd_ups), borrowed(base)
@@ -407,6 +411,10 @@ def _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line
     fire_max, status, cell_value = borrowed(fire_max), borrowed(status), borrowed(cell_value)
     setups, values = borrowed(setups), borrowed(values)
     occ = after[OCCUPIED]
+    in_stock = np.int64(0)  # bit r: a card of rank r is left
+    for r in range(1, RANKS + 1):
+        if after[STOCK + r]:
+            in_stock |= np.int64(1) << r
     n = 0
     m = legal_cells(after, rules)
     while m:
@@ -419,22 +427,27 @@ def _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line
         row_stays = table[0, row_f0, row_lo0, row_hi0]
         col_stays = table[0, col_f0, col_lo0, col_hi0]
         own = np.float64((occ >> cell) & 1)  # an occupied follow-up cell is covered, not turned
+        row_fires = fire_max[row_f1, row_lo1, row_hi1] + turn_sum_max[row] + own * turned_max[2 * cell + 1]
+        col_fires = fire_max[col_f1, col_lo1, col_hi1] + turn_sum_max[col] + own * turned_max[2 * cell]
+        # The ranks inside each line's face-up range, as bits: a check fires for the ranks outside it.
+        row_in = ((np.int64(2) << row_hi0) - (np.int64(1) << row_lo0)) if row_lo0 <= row_hi0 else np.int64(0)
+        col_in = ((np.int64(2) << col_hi0) - (np.int64(1) << col_lo0)) if col_lo0 <= col_hi0 else np.int64(0)
+        common = base[0] - line_min[row] - line_min[col]
         open_most = -np.inf
         wins = False
         for p in range(4):
+            ranks = in_stock & (~row_in if p & 1 else row_in) & (~col_in if p & 2 else col_in)
             if status[p] == 2:
-                wins = True
+                wins = wins or ranks != 0
                 values[n, p] = 4 * WIN
             elif status[p] == 1:
                 values[n, p] = 4 * LOSS
             else:
-                open_most = max(open_most, cell_value[p])
+                if ranks:
+                    open_most = max(open_most, cell_value[p] + common + (row_fires if p & 1 else row_stays)
+                                    + (col_fires if p & 2 else col_stays))
                 values[n, p] = cell_value[p]
-        values[n, OPEN_BOUND] = (open_most + (base[0] - line_min[row] - line_min[col])
-                                 + max(row_stays, fire_max[row_f1, row_lo1, row_hi1] + turn_sum_max[row]
-                                       + own * turned_max[2 * cell + 1])
-                                 + max(col_stays, fire_max[col_f1, col_lo1, col_hi1] + turn_sum_max[col]
-                                       + own * turned_max[2 * cell]))
+        values[n, OPEN_BOUND] = open_most
         values[n, BOUND] = np.inf if wins else values[n, OPEN_BOUND]
         setups[n, 0] = cell
         setups[n, 1] = row_lo0
