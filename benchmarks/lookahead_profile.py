@@ -219,7 +219,8 @@ def main() -> None:
           "cells each")
     ceiling = np.mean(gaps[gaps[:, 5] >= 0, 7] < gaps[gaps[:, 5] >= 0, 2])
     print(f"  the position's value after the root placement (over the next card) plus its largest gain (the best "
-          f"follow-up's leaf less that value, over every rank), below the best expectation: {ceiling:.1%}")
+          f"follow-up's leaf less that value, over every rank), below the best expectation (positions without a "
+          f"winning cell): {ceiling:.1%}")
     spread = gaps[:, 0] - gaps[:, 1]
     q = np.percentile(spread[np.isfinite(spread)], [5, 25, 50, 75, 95])
     print(f"  largest bound minus expectation ({np.mean(~np.isfinite(spread)):.1%} infinite: a follow-up may win), "
