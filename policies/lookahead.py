@@ -204,6 +204,12 @@ def _range(ups):
 
 
 @njit(cache=True, inline="always")
+def _inside(lo, hi):
+    """The ranks lo..hi as bits (bit r for rank r); none when lo > hi. A line's check fires for the ranks outside."""
+    return (np.int64(2) << hi) - (np.int64(1) << lo) if lo <= hi else np.int64(0)
+
+
+@njit(cache=True, inline="always")
 def _values(table, ups, occ, fd):
     """(value with r inside the range, value with r outside, lo, hi) of a line; (0, 0, ..) when empty."""
     lo, hi = _range(ups)
@@ -429,9 +435,8 @@ def _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line
         own = np.float64((occ >> cell) & 1)  # an occupied follow-up cell is covered, not turned
         row_fires = fire_max[row_f1, row_lo1, row_hi1] + turn_sum_max[row] + own * turned_max[2 * cell + 1]
         col_fires = fire_max[col_f1, col_lo1, col_hi1] + turn_sum_max[col] + own * turned_max[2 * cell]
-        # The ranks inside each line's face-up range, as bits: a check fires for the ranks outside it.
-        row_in = ((np.int64(2) << row_hi0) - (np.int64(1) << row_lo0)) if row_lo0 <= row_hi0 else np.int64(0)
-        col_in = ((np.int64(2) << col_hi0) - (np.int64(1) << col_lo0)) if col_lo0 <= col_hi0 else np.int64(0)
+        row_in = _inside(row_lo0, row_hi0)
+        col_in = _inside(col_lo0, col_hi0)
         common = base[0] - line_min[row] - line_min[col]
         open_most = -np.inf
         wins = False
