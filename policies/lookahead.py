@@ -129,6 +129,8 @@ FLIPS = 9
 """A line holds at most 4 piles, so its flip count (occupied - 2 * face-down) is -4..4: index flip + 4."""
 NONE_LO = RANKS + 1
 """The range (NONE_LO, 0) of a line without face-up tops: min/max with a rank r give (r, r)."""
+ALL_RANKS = np.int64((1 << (RANKS + 1)) - 2)
+"""Bits 1..10: every rank, in the bit masks of `_inside`."""
 NO_UPS = 0
 """table[.., NO_UPS, NO_UPS]: the value of a line whose tops are all face down."""
 
@@ -229,24 +231,28 @@ def _select(lo, hi, v_in, v_out, r):
 
 
 @njit(cache=True)
-def _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max,
-             turned_max):
-    """The position's tables, for `_best_follow_ups`, each per rank r = 1..10 once r is drawn.
+def _prepare(after, table, line_ups, line_fd_ups, line_val, line_ends, base, turned, turned_range, turn_sum,
+             line_min, turn_sum_max, turned_max):
+    """The position's tables, for `_rank_loops`, each per rank r = 1..10 once r is drawn.
 
     Per line k (rows 0..6, columns 7..13): packed face-up and face-down
     ranks; line_val[k, r], its value (0 when empty; set only for the lines
-    within one of the occupied box, where follow-ups lie); base[r], the sum
-    over the lines. Per occupied cell x and its row (slot 2x) or column (2x + 1):
-    turned[slot, r], what turning x over adds to that line. turn_sum[k, r]:
-    the sum of turned over the occupied cells of line k, each for its other
-    line (what a firing check of line k adds to the lines crossing it).
-    For the follow-ups' upper bounds, over r = 1..10: base[0], the largest
-    base[r]; line_min[k], the smallest line_val[k, r]; turn_sum_max[k], the
-    largest turn_sum[k, r]; turned_max[slot], the largest -turned[slot, r].
+    within one of the occupied box, where follow-ups lie), and line_ends[k],
+    that value with r inside and outside its face-up range; base[r], the sum
+    over the lines. Per occupied cell x and its row (slot 2x) or column
+    (2x + 1): that line's value once x is turned over, turned[slot] with r
+    inside turned_range[slot] (the new face-up range, as bits) and outside.
+    turn_sum[k, r]: the sum of what turning each occupied cell of line k adds
+    to its other line (what a firing check of line k adds to the lines
+    crossing it). For the follow-ups' upper bounds, over r = 1..10: base[0],
+    the largest base[r]; line_min[k], the smallest line_val[k, r];
+    turn_sum_max[k], the largest turn_sum[k, r]; turned_max[slot], the most
+    turning x over can take from its line.
     """
     after, table, base = borrowed(after), borrowed(table), borrowed(base)
     line_ups, line_fd_ups, line_val = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_val)
-    turned, turn_sum = borrowed(turned), borrowed(turn_sum)
+    line_ends, turned, turned_range = borrowed(line_ends), borrowed(turned), borrowed(turned_range)
+    turn_sum = borrowed(turn_sum)
     line_min, turn_sum_max, turned_max = borrowed(line_min), borrowed(turn_sum_max), borrowed(turned_max)
     occ = after[OCCUPIED]
     fd = after[FACE_DOWN]
@@ -285,6 +291,11 @@ def _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_s
                 line_val[k, r] = v
                 base[r] += v
             line_min[k] = min(v_in, v_out) if lo <= hi else v_out
+            line_ends[k, 0] = v_in
+            line_ends[k, 1] = v_out
+    # What turning x over adds to a line is one value (new less old) on each of the pieces its old and
+    # new face-up ranges cut 1..10 into: turn_sum[k] gathers the steps between them (a difference array
+    # over the ranks), summed up below.
     m = occ
     while m:
         x = trailing_zeros(m)
@@ -297,13 +308,33 @@ def _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_s
             other = SIDE + COL_OF[x] if j == 0 else ROW_OF[x]
             mask = ROW_MASK[k] if j == 0 else COL_MASK[k - SIDE]
             v_in, v_out, lo, hi = _values(table, line_ups[k] + delta, occ & mask, (fd ^ bit) & mask)
+            old_lo, old_hi = _range(line_ups[k])
+            old_in = line_ends[k, 0]
+            old_out = line_ends[k, 1]
             s = 2 * x + j
+            turned[s, 0] = v_in
+            turned[s, 1] = v_out
+            inside = _inside(lo, hi)
+            turned_range[s] = inside
+            turn_sum[other, 1] += v_out - old_out
+            if lo <= hi:
+                turn_sum[other, lo] += v_in - v_out
+                if hi < RANKS:
+                    turn_sum[other, hi + 1] -= v_in - v_out
+            if old_lo <= old_hi:
+                turn_sum[other, old_lo] -= old_in - old_out
+                if old_hi < RANKS:
+                    turn_sum[other, old_hi + 1] += old_in - old_out
+            was_inside = _inside(old_lo, old_hi)
             most = -np.inf
-            for r in range(1, RANKS + 1):
-                d = _select(lo, hi, v_in, v_out, r) - line_val[k, r]
-                turned[s, r] = d
-                turn_sum[other, r] += d
-                most = max(most, -d)
+            if was_inside & inside & ALL_RANKS:
+                most = max(most, old_in - v_in)
+            if was_inside & ~inside & ALL_RANKS:
+                most = max(most, old_in - v_out)
+            if ~was_inside & inside & ALL_RANKS:
+                most = max(most, old_out - v_in)
+            if ~was_inside & ~inside & ALL_RANKS:
+                most = max(most, old_out - v_out)
             turned_max[s] = most
     base[0] = -np.inf
     for r in range(1, RANKS + 1):
@@ -314,6 +345,7 @@ def _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_s
         for k in range(first, last + 1):
             most = turn_sum[k, 1]
             for r in range(2, RANKS + 1):
+                turn_sum[k, r] += turn_sum[k, r - 1]
                 most = max(most, turn_sum[k, r])
             turn_sum_max[k] = most
 
@@ -472,7 +504,8 @@ def _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line
 
 
 @njit(cache=True)
-def _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, n, slack, floor, near, cutoff):
+def _rank_loops(after, table, best, line_val, base, turned, turned_range, turn_sum, setups, values, n, slack, floor,
+                near, cutoff):
     """best[r] = the best leaf over the follow-up cells once rank r is drawn, to within `_margin`.
 
     Each leaf is a few lookups in `_prepare`'s tables: the lines away from
@@ -488,7 +521,8 @@ def _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, va
     """
     # Uncounted views (see sim.kernels.borrowed): the caller keeps every array alive.
     after, table, best, line_val, base = borrowed(after), borrowed(table), borrowed(best), borrowed(line_val), borrowed(base)
-    turned, turn_sum, setups, values = borrowed(turned), borrowed(turn_sum), borrowed(setups), borrowed(values)
+    turned, turned_range, turn_sum = borrowed(turned), borrowed(turned_range), borrowed(turn_sum)
+    setups, values = borrowed(setups), borrowed(values)
     floor, near = borrowed(floor), borrowed(near)
     record = floor[0] != 0.0
     total = after[STOCK_LEFT]
@@ -547,15 +581,23 @@ def _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, va
         col_stays = table[0, col_f0, col_lo0, col_hi0]
         own = np.float64((occ >> cell) & 1)  # an occupied follow-up cell is covered, not turned
         bit = np.int64(1) << cell
+        # Its column's value were the cell turned by a firing row check (row_own_...), and its row's by a
+        # column check (col_own_...): turn_sum counts them, but the placed card covers it instead.
+        row_own_in = turned[2 * cell + 1, 0]
+        row_own_out = turned[2 * cell + 1, 1]
+        row_own_range = turned_range[2 * cell + 1]
+        col_own_in = turned[2 * cell, 0]
+        col_own_out = turned[2 * cell, 1]
+        col_own_range = turned_range[2 * cell]
         lowest_after = np.inf
         # Branch-free over the ranks (which checks fire depends on r).
         for r in range(1, RANKS + 1):
             row_fires = (r < row_lo0) | (r > row_hi0)
             col_fires = (r < col_lo0) | (r > col_hi0)
             row_turns = (table[0, row_f1, min(row_lo1, r), max(row_hi1, r)] + turn_sum[row, r]
-                         - own * turned[2 * cell + 1, r])
+                         - own * ((row_own_in if (row_own_range >> r) & 1 else row_own_out) - line_val[col, r]))
             col_turns = (table[0, col_f1, min(col_lo1, r), max(col_hi1, r)] + turn_sum[col, r]
-                         - own * turned[2 * cell, r])
+                         - own * ((col_own_in if (col_own_range >> r) & 1 else col_own_out) - line_val[row, r]))
             v = (values[row_index, np.int64(row_fires) | (np.int64(col_fires) << 1)]
                  + (base[r] - line_val[row, r] - line_val[col, r])
                  + (row_turns if row_fires else row_stays) + (col_turns if col_fires else col_stays))
@@ -577,9 +619,9 @@ def _scratch():
     """The per-position arrays `_prepare` and `_cell_bounds` fill and `_rank_loops` reads, allocated once per turn."""
     # turned and turned_max are read (times 0) for empty cells too: zeros, so that they are never NaN.
     return (np.empty(LINES, np.int64), np.empty(LINES, np.int64), np.empty((LINES, RANKS + 1), np.float64),
-            np.empty(RANKS + 1, np.float64), np.zeros((2 * CELLS, RANKS + 1), np.float64),
-            np.empty((LINES, RANKS + 1), np.float64), np.empty(LINES, np.float64), np.empty(LINES, np.float64),
-            np.zeros(2 * CELLS, np.float64), np.empty((CELLS, SETUP), np.int64),
+            np.empty((LINES, 2), np.float64), np.empty(RANKS + 1, np.float64), np.zeros((2 * CELLS, 2), np.float64),
+            np.zeros(2 * CELLS, np.int64), np.empty((LINES, RANKS + 1), np.float64), np.empty(LINES, np.float64),
+            np.empty(LINES, np.float64), np.zeros(2 * CELLS, np.float64), np.empty((CELLS, SETUP), np.int64),
             np.empty((CELLS, OPEN_BOUND + 1), np.float64))
 
 
@@ -587,23 +629,24 @@ def _scratch():
 def _follow_ups(after, rules, weights, table, fire_max, slack, best, scratch, status, cell_value, floor, near,
                 cutoff):
     """`_prepare`, `_cell_bounds` then `_rank_loops` for the position `after`, in the arrays of `_scratch`."""
-    # Uncounted views (see sim.kernels.borrowed): this runs for every root cell, passing on 21 arrays. Inlined
+    # Uncounted views (see sim.kernels.borrowed): this runs for every root cell, passing on 23 arrays. Inlined
     # into its callers, so that they are not all passed once more as arguments.
     after, rules, weights, table = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table)
     fire_max, best, status, cell_value = borrowed(fire_max), borrowed(best), borrowed(status), borrowed(cell_value)
     floor, near = borrowed(floor), borrowed(near)
-    (line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max, turned_max, setups,
-     values) = scratch
+    (line_ups, line_fd_ups, line_val, line_ends, base, turned, turned_range, turn_sum, line_min, turn_sum_max,
+     turned_max, setups, values) = scratch
     line_ups, line_fd_ups, line_val, base = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_val), borrowed(base)
-    turned, turn_sum, line_min = borrowed(turned), borrowed(turn_sum), borrowed(line_min)
+    line_ends, turned, turned_range = borrowed(line_ends), borrowed(turned), borrowed(turned_range)
+    turn_sum, line_min = borrowed(turn_sum), borrowed(line_min)
     turn_sum_max, turned_max = borrowed(turn_sum_max), borrowed(turned_max)
     setups, values = borrowed(setups), borrowed(values)
-    _prepare(after, table, line_ups, line_fd_ups, line_val, base, turned, turn_sum, line_min, turn_sum_max,
-             turned_max)
+    _prepare(after, table, line_ups, line_fd_ups, line_val, line_ends, base, turned, turned_range, turn_sum, line_min,
+             turn_sum_max, turned_max)
     n = _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line_min, turn_sum_max, turned_max,
                      fire_max, status, cell_value, setups, values)
-    return _rank_loops(after, table, best, line_val, base, turned, turn_sum, setups, values, n, slack, floor, near,
-                       cutoff)
+    return _rank_loops(after, table, best, line_val, base, turned, turned_range, turn_sum, setups, values, n, slack,
+                       floor, near, cutoff)
 
 
 @njit(cache=True)
