@@ -214,6 +214,15 @@ def _inside(lo, hi):
 
 
 @njit(cache=True, inline="always")
+def _add_inside(steps, k, lo, hi, d):
+    """Add d to the ranks lo..hi (none when lo > hi) of line k's difference array over the ranks."""
+    if lo <= hi:
+        steps[k, lo] += d
+        if hi < RANKS:
+            steps[k, hi + 1] -= d
+
+
+@njit(cache=True, inline="always")
 def _values(table, ups, occ, fd):
     """(value with r inside the range, value with r outside, lo, hi) of a line; (0, 0, ..) when empty."""
     lo, hi = _range(ups)
@@ -319,14 +328,8 @@ def _prepare(after, table, line_ups, line_fd_ups, line_val, line_ends, base, tur
             inside = _inside(lo, hi)
             turned_range[s] = inside
             turn_sum[other, 1] += v_out - old_out
-            if lo <= hi:
-                turn_sum[other, lo] += v_in - v_out
-                if hi < RANKS:
-                    turn_sum[other, hi + 1] -= v_in - v_out
-            if old_lo <= old_hi:
-                turn_sum[other, old_lo] -= old_in - old_out
-                if old_hi < RANKS:
-                    turn_sum[other, old_hi + 1] += old_in - old_out
+            _add_inside(turn_sum, other, lo, hi, v_in - v_out)
+            _add_inside(turn_sum, other, old_lo, old_hi, -(old_in - old_out))
             was_inside = _inside(old_lo, old_hi)
             most = -np.inf
             if was_inside & inside & ALL_RANKS:
