@@ -725,6 +725,8 @@ def _exact_expectation(after, rules, weights, prefix, near):
 @njit(cache=True)
 def choose(state, rules, card, legal, rng, params):
     """`params` are heuristic's weights. Plays exactly as `choose_exhaustive` does."""
+    if legal & (legal - 1) == 0:  # one legal cell (the first card's): it is played, whatever it is worth
+        return trailing_zeros(legal)
     state, rules, params = borrowed(state), borrowed(rules), borrowed(params)
     prefix = np.empty(RANKS + 1, np.int64)
     stock_prefix(state, prefix)
