@@ -4,8 +4,11 @@ replay legend, small percentages, tune's lines)."""
 
 import io
 import json
+import logging
 import re
 import sys
+import threading
+import time
 
 import pytest
 import typer
@@ -140,6 +143,39 @@ def test_run_and_solve_summaries_as_json(tmp_path):
     assert solved["deals"] == 3 and solved["won"] + solved["lost"] + solved["unresolved"] == 3
     assert solved["options"]["node_limit"] == 1000
     one_line_error(invoke("run", "-n", "10", "--format", "markdown", "--out", tmp_path / "x"))
+
+
+def _log_from_worker(x):
+    logging.getLogger("sim.test").error("worker record %d", x)
+    return x
+
+
+def test_commands_in_one_process_keep_one_log_handler_writing_to_the_current_stderr(tmp_path, capsys):
+    # Each command sets up logging; CliRunner gives each its own stderr and closes it afterwards. The workers'
+    # records reach this process through the handler's thread, which writes them to the stderr of the moment.
+    from sim.jobs.pool import run_tasks
+
+    def log_threads():
+        return sum(t.name.startswith("mp-handler") and t.is_alive() for t in threading.enumerate())
+
+    for k in range(3):
+        r = invoke("run", "-n", "200", "-w", "1", "-q", "--out", tmp_path / f"r{k}")
+        assert r.exit_code == 0, r.output
+        if k == 0:
+            threads = log_threads()
+    assert log_threads() == threads >= 1  # one handler, one thread, however many commands
+    logging.getLogger("sim.test").error("logged here")  # this process's own records are written at once
+    assert capsys.readouterr().err == "ERROR MainProcess: logged here\n"
+    assert sorted(x for _, x in run_tasks(_log_from_worker, ((k, k) for k in range(2)), workers=2)) == [0, 1]
+    err = ""
+    deadline = time.time() + 5
+    while err.count("worker record") < 2 and "Logging error" not in err and time.time() < deadline:
+        time.sleep(0.05)
+        err += capsys.readouterr().err
+    lines = sorted(err.splitlines())
+    assert len(lines) == 2 and "Logging error" not in err, err
+    assert all(re.fullmatch(r"ERROR \S+: worker record [01]", line) and "MainProcess" not in line
+               for line in lines), err
 
 
 # --- item 7: small things ------------------------------------------------------------------------------

@@ -1,11 +1,53 @@
 """Logging for the command line: set up once, in the main process, before workers start."""
 
 import logging
+import multiprocessing
+import os
 import sys
 
 import multiprocessing_logging
 
 LOGGER = "sim"
+
+
+class _Stderr(logging.StreamHandler):
+    """A stream handler on whatever sys.stderr is when a record comes.
+
+    Records from workers are written by a thread, possibly after the command
+    that set this up has returned; in one process that runs several
+    commands (a test runner, a notebook) the stderr of that command may be
+    closed by then.
+    """
+
+    def __init__(self):
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
+class _Shipped(multiprocessing_logging.MultiProcessingHandler):
+    """Ships the forked workers' records to this process; writes this process's own at once.
+
+    The library's handler queues every record, this process's too, so that
+    they are written by its thread a moment later, out of order with what
+    the command prints.
+    """
+
+    def __init__(self, sub_handler):
+        super().__init__("mp-handler-sim", sub_handler=sub_handler)
+        self._pid = os.getpid()
+
+    def emit(self, record):
+        if os.getpid() == self._pid:
+            self.sub_handler.handle(record)
+        else:
+            super().emit(record)
 
 
 def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
@@ -14,15 +56,21 @@ def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
     The level applies to the "sim" loggers; other libraries stay at warnings.
 
     multiprocessing-logging wraps the handler so that records logged in forked
-    worker processes are shipped to this process and written here.
+    worker processes are shipped to this process and written here. Called
+    again in the same process, it keeps that handler (and its thread) rather
+    than starting another.
     """
     level = logging.ERROR if quiet else {0: logging.WARNING, 1: logging.DEBUG}.get(verbose, logging.DEBUG)
     root = logging.getLogger()
+    shipped = [h for h in root.handlers if isinstance(h, _Shipped)]
     for h in list(root.handlers):
-        root.removeHandler(h)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(processName)s: %(message)s"))
-    root.addHandler(handler)
+        if h not in shipped[:1]:
+            root.removeHandler(h)
+    if not shipped:
+        if multiprocessing.get_start_method() != "fork":
+            raise AssertionError("worker logs are shipped only with the 'fork' start method")
+        handler = _Stderr()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(processName)s: %(message)s"))
+        root.addHandler(_Shipped(handler))
     root.setLevel(logging.WARNING)
     logging.getLogger(LOGGER).setLevel(level)
-    multiprocessing_logging.install_mp_handler(root)
