@@ -60,22 +60,21 @@ def main() -> None:
     from sim import kernels as K
 
     @njit
-    def decoupled(after, rules, params, table, fire_max, line_ups, line_fd_ups, base, line_min, turn_sum_max,
-                  turned_max, setups, n, status, cell_value):
-        """The largest cell value, row term and column term over the n follow-up cells of `setups`, each on its
-        own, added to base[0] (infinite when a follow-up may win): never below the largest of their bounds."""
+    def decoupled(after, table, fire_max, base, line_min, turn_sum_max, turned_max, setups, values, n):
+        """The largest cell value, row term and column term over the n follow-up cells of `_cell_bounds`' setups
+        and values, each on its own, added to base[0] (infinite when a follow-up may win): never below the largest
+        of their bounds."""
         occ = after[K.OCCUPIED]
         cell_most = -np.inf
         row_most = -np.inf
         col_most = -np.inf
         for j in range(n):
-            cell = setups[j, 0]
-            L._cell_setup(after, rules, params, table, cell, line_ups, line_fd_ups, status, cell_value)
-            for p in range(4):
-                if status[p] == 2:
+            for p in range(4):  # a won pattern's value is 4 * WIN, a lost one's 4 * LOSS
+                if values[j, p] == 4 * WIN:
                     return np.inf
-                if status[p] == 0:
-                    cell_most = max(cell_most, cell_value[p])
+                if values[j, p] != 4 * LOSS:
+                    cell_most = max(cell_most, values[j, p])
+            cell = setups[j, 0]
             row = K.ROW_OF[cell]
             col = K.SIDE + K.COL_OF[cell]
             own = np.float64((occ >> cell) & 1)
@@ -172,9 +171,8 @@ def main() -> None:
                         ev += after[K.STOCK + r] * best[r]
                     ev /= after[K.STOCK_LEFT]
                     gaps[n_roots - 1, 0] = (values[:n, L.BOUND].max() if n else -np.inf) + margin
-                    gaps[n_roots - 1, 8] = decoupled(after, rules, params, table, fire_max, line_ups, line_fd_ups,
-                                                     base, line_min, turn_sum_max, turned_max, setups, n, status,
-                                                     cell_value) + margin
+                    gaps[n_roots - 1, 8] = decoupled(after, table, fire_max, base, line_min, turn_sum_max,
+                                                     turned_max, setups, values, n) + margin
                     gaps[n_roots - 1, 1] = ev
                     # The leaves, less the lines' part of the position's value after the placement (base[r]: the
                     # cell features are in both, so they cancel), at their largest over the ranks in the stock.
@@ -255,11 +253,12 @@ def main() -> None:
     print(f"  positions settled by exact expectations (2 or more root cells within 2 margins of the best): "
           f"{np.sum(close >= 2):,} ({np.sum(close >= 2) / len(states):.1%}), {close[close >= 2].mean():.2f} root "
           "cells each")
-    ceiling = np.mean(gaps[gaps[:, 5] >= 0, 7] < gaps[gaps[:, 5] >= 0, 2])
+    no_win = gaps[gaps[:, 5] >= 0]  # root cells of positions without a winning cell
+    ceiling = np.mean(no_win[:, 7] < no_win[:, 2])
     print(f"  the decoupled bound (the largest cell value, row term and column term over the follow-up cells, each "
           f"on its own) below the best expectation (positions without a winning cell): "
-          f"{np.mean(gaps[gaps[:, 5] >= 0, 8] < gaps[gaps[:, 5] >= 0, 2]):.1%}, against "
-          f"{np.mean(gaps[gaps[:, 5] >= 0, 0] < gaps[gaps[:, 5] >= 0, 2]):.1%} for the largest follow-up bound")
+          f"{np.mean(no_win[:, 8] < no_win[:, 2]):.1%}, against {np.mean(no_win[:, 0] < no_win[:, 2]):.1%} for the "
+          "largest follow-up bound")
     print(f"  the position's value after the root placement (over the next card) plus its largest gain (the best "
           f"follow-up's leaf less that value, over every rank), below the best expectation (positions without a "
           f"winning cell): {ceiling:.1%}")

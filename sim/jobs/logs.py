@@ -62,11 +62,11 @@ def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
     """
     level = logging.ERROR if quiet else {0: logging.WARNING, 1: logging.DEBUG}.get(verbose, logging.DEBUG)
     root = logging.getLogger()
-    shipped = [h for h in root.handlers if isinstance(h, _Shipped)]
+    shipped = next((h for h in root.handlers if isinstance(h, _Shipped)), None)
     for h in list(root.handlers):
-        if h not in shipped[:1]:
+        if h is not shipped:
             root.removeHandler(h)
-    if not shipped:
+    if shipped is None:
         if multiprocessing.get_start_method() != "fork":
             raise AssertionError("worker logs are shipped only with the 'fork' start method")
         handler = _Stderr()
