@@ -140,9 +140,10 @@ def _margin(weights):
     """A bound, with room to spare, on how far this section's sums can stray from `evaluate`'s.
 
     Every feature is at most 200 in size, every partial sum of a leaf stays
-    under 1,000 * sum|w| (turn_sum's steps over the ranks included), and a
-    leaf takes fewer than 1,000 rounded operations, so each of the two sums
-    errs by less than 1,000 * 2**-52 * 1,000 * sum|w|, about 2e-10 * sum|w|.
+    under 1,000 * sum|w| (the steps of base and turn_sum over the ranks
+    included), and a leaf takes fewer than 1,000 rounded operations, so each
+    of the two sums errs by less than 1,000 * 2**-52 * 1,000 * sum|w|, about
+    2e-10 * sum|w|.
     """
     s = 1.0
     for i in range(weights.shape[0]):
@@ -214,12 +215,12 @@ def _inside(lo, hi):
 
 
 @njit(cache=True, inline="always")
-def _add_inside(steps, k, lo, hi, d):
-    """Add d to the ranks lo..hi (none when lo > hi) of line k's difference array over the ranks."""
+def _add_inside(steps, lo, hi, d):
+    """Add d to the ranks lo..hi (none when lo > hi) of the difference array `steps` over the ranks."""
     if lo <= hi:
-        steps[k, lo] += d
+        steps[lo] += d
         if hi < RANKS:
-            steps[k, hi + 1] -= d
+            steps[hi + 1] -= d
 
 
 @njit(cache=True, inline="always")
@@ -242,26 +243,26 @@ def _select(lo, hi, v_in, v_out, r):
 
 
 @njit(cache=True)
-def _prepare(after, table, line_ups, line_fd_ups, line_val, line_ends, base, turned, turned_range, turn_sum,
-             line_min, turn_sum_max, turned_max):
+def _prepare(after, table, line_ups, line_fd_ups, line_ends, base, turned, turned_range, turn_sum, line_min,
+             turn_sum_max, turned_max):
     """The position's tables, for `_rank_loops`, each per rank r = 1..10 once r is drawn.
 
     Per line k (rows 0..6, columns 7..13): packed face-up and face-down
-    ranks; line_val[k, r], its value (0 when empty; set only for the lines
-    within one of the occupied box, where follow-ups lie), and line_ends[k],
-    that value with r inside and outside its face-up range; base[r], the sum
-    over the lines. Per occupied cell x and its row (slot 2x) or column
-    (2x + 1): that line's value once x is turned over, turned[slot] with r
-    inside turned_range[slot] (the new face-up range, as bits) and outside.
+    ranks; line_ends[k], its value with r inside and outside its face-up
+    range (0 when empty); base[r], the sum over the lines (their values with
+    r outside, plus the steps of inside less outside, summed over the
+    ranks). Per occupied cell x and its row (slot 2x) or column (2x + 1):
+    that line's value once x is turned over, turned[slot] with r inside
+    turned_range[slot] (the new face-up range, as bits) and outside.
     turn_sum[k, r]: the sum of what turning each occupied cell of line k adds
     to its other line (what a firing check of line k adds to the lines
     crossing it). For the follow-ups' upper bounds, over r = 1..10: base[0],
-    the largest base[r]; line_min[k], the smallest line_val[k, r];
+    the largest base[r]; line_min[k], the line's smallest value;
     turn_sum_max[k], the largest turn_sum[k, r]; turned_max[slot], the most
     turning x over can take from its line.
     """
     after, table, base = borrowed(after), borrowed(table), borrowed(base)
-    line_ups, line_fd_ups, line_val = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_val)
+    line_ups, line_fd_ups = borrowed(line_ups), borrowed(line_fd_ups)
     line_ends, turned, turned_range = borrowed(line_ends), borrowed(turned), borrowed(turned_range)
     turn_sum = borrowed(turn_sum)
     line_min, turn_sum_max, turned_max = borrowed(line_min), borrowed(turn_sum_max), borrowed(turned_max)
@@ -272,16 +273,18 @@ def _prepare(after, table, line_ups, line_fd_ups, line_val, line_ends, base, tur
         line_ups[k] = 0
         line_min[k] = 0.0
         turn_sum_max[k] = 0.0
+        line_ends[k, 0] = 0.0
+        line_ends[k, 1] = 0.0
     # Follow-ups lie within one line of the occupied box: only those lines are read.
     for j in range(2):
         first = max(0, (after[MIN_ROW] if j == 0 else after[MIN_COL]) - 1) + j * SIDE
         last = min(SIDE - 1, (after[MAX_ROW] if j == 0 else after[MAX_COL]) + 1) + j * SIDE
         for k in range(first, last + 1):
             for r in range(RANKS + 1):
-                line_val[k, r] = 0.0
                 turn_sum[k, r] = 0.0
     for r in range(RANKS + 1):
         base[r] = 0.0
+    outside = 0.0  # the lines' values with r outside their ranges; base[r] holds the steps between ranks
     m = fd & occ
     while m:
         x = trailing_zeros(m)
@@ -297,10 +300,8 @@ def _prepare(after, table, line_ups, line_fd_ups, line_val, line_ends, base, tur
             ups = after[ROW_UPS + k] if j == 0 else after[COL_UPS + k - SIDE]
             line_ups[k] = ups
             v_in, v_out, lo, hi = _values(table, ups, occ & mask, fd & mask)
-            for r in range(1, RANKS + 1):
-                v = _select(lo, hi, v_in, v_out, r)
-                line_val[k, r] = v
-                base[r] += v
+            outside += v_out
+            _add_inside(base, lo, hi, v_in - v_out)
             line_min[k] = min(v_in, v_out) if lo <= hi else v_out
             line_ends[k, 0] = v_in
             line_ends[k, 1] = v_out
@@ -328,8 +329,8 @@ def _prepare(after, table, line_ups, line_fd_ups, line_val, line_ends, base, tur
             inside = _inside(lo, hi)
             turned_range[s] = inside
             turn_sum[other, 1] += v_out - old_out
-            _add_inside(turn_sum, other, lo, hi, v_in - v_out)
-            _add_inside(turn_sum, other, old_lo, old_hi, -(old_in - old_out))
+            _add_inside(turn_sum[other], lo, hi, v_in - v_out)
+            _add_inside(turn_sum[other], old_lo, old_hi, -(old_in - old_out))
             was_inside = _inside(old_lo, old_hi)
             most = -np.inf
             if was_inside & inside & ALL_RANKS:
@@ -342,7 +343,10 @@ def _prepare(after, table, line_ups, line_fd_ups, line_val, line_ends, base, tur
                 most = max(most, old_out - v_out)
             turned_max[s] = most
     base[0] = -np.inf
+    steps = 0.0
     for r in range(1, RANKS + 1):
+        steps += base[r]
+        base[r] = outside + steps
         base[0] = max(base[0], base[r])
     for j in range(2):
         first = after[MIN_ROW] if j == 0 else SIDE + after[MIN_COL]
@@ -509,8 +513,8 @@ def _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line
 
 
 @njit(cache=True)
-def _rank_loops(after, table, best, line_val, base, turned, turned_range, turn_sum, setups, values, n, slack, floor,
-                near, cutoff):
+def _rank_loops(after, table, best, line_ups, line_ends, base, turned, turned_range, turn_sum, setups, values, n,
+                slack, floor, near, cutoff):
     """best[r] = the best leaf over the follow-up cells once rank r is drawn, to within `_margin`.
 
     Each leaf is a few lookups in `_prepare`'s tables: the lines away from
@@ -525,7 +529,8 @@ def _rank_loops(after, table, best, line_val, base, turned, turned_range, turn_s
     every cell still to come if larger) is sure to stay below `cutoff`.
     """
     # Uncounted views (see sim.kernels.borrowed): the caller keeps every array alive.
-    after, table, best, line_val, base = borrowed(after), borrowed(table), borrowed(best), borrowed(line_val), borrowed(base)
+    after, table, best, base = borrowed(after), borrowed(table), borrowed(best), borrowed(base)
+    line_ups, line_ends = borrowed(line_ups), borrowed(line_ends)
     turned, turned_range, turn_sum = borrowed(turned), borrowed(turned_range), borrowed(turn_sum)
     setups, values = borrowed(setups), borrowed(values)
     floor, near = borrowed(floor), borrowed(near)
@@ -594,17 +599,24 @@ def _rank_loops(after, table, best, line_val, base, turned, turned_range, turn_s
         col_own_in = turned[2 * cell, 0]
         col_own_out = turned[2 * cell, 1]
         col_own_range = turned_range[2 * cell]
+        # Its row's and column's values once r is drawn: by r's side of each one's face-up range.
+        row_lo, row_hi = _range(line_ups[row])
+        col_lo, col_hi = _range(line_ups[col])
+        row_in, row_out = line_ends[row, 0], line_ends[row, 1]
+        col_in, col_out = line_ends[col, 0], line_ends[col, 1]
         lowest_after = np.inf
         # Branch-free over the ranks (which checks fire depends on r).
         for r in range(1, RANKS + 1):
+            row_val = _select(row_lo, row_hi, row_in, row_out, r)
+            col_val = _select(col_lo, col_hi, col_in, col_out, r)
             row_fires = (r < row_lo0) | (r > row_hi0)
             col_fires = (r < col_lo0) | (r > col_hi0)
             row_turns = (table[0, row_f1, min(row_lo1, r), max(row_hi1, r)] + turn_sum[row, r]
-                         - own * ((row_own_in if (row_own_range >> r) & 1 else row_own_out) - line_val[col, r]))
+                         - own * ((row_own_in if (row_own_range >> r) & 1 else row_own_out) - col_val))
             col_turns = (table[0, col_f1, min(col_lo1, r), max(col_hi1, r)] + turn_sum[col, r]
-                         - own * ((col_own_in if (col_own_range >> r) & 1 else col_own_out) - line_val[row, r]))
+                         - own * ((col_own_in if (col_own_range >> r) & 1 else col_own_out) - row_val))
             v = (values[row_index, np.int64(row_fires) | (np.int64(col_fires) << 1)]
-                 + (base[r] - line_val[row, r] - line_val[col, r])
+                 + (base[r] - row_val - col_val)
                  + (row_turns if row_fires else row_stays) + (col_turns if col_fires else col_stays))
             v = _leaf(v)
             best[r] = max(best[r], v)
@@ -623,8 +635,8 @@ def _rank_loops(after, table, best, line_val, base, turned, turned_range, turn_s
 def _scratch():
     """The per-position arrays `_prepare` and `_cell_bounds` fill and `_rank_loops` reads, allocated once per turn."""
     # turned and turned_max are read (times 0) for empty cells too: zeros, so that they are never NaN.
-    return (np.empty(LINES, np.int64), np.empty(LINES, np.int64), np.empty((LINES, RANKS + 1), np.float64),
-            np.empty((LINES, 2), np.float64), np.empty(RANKS + 1, np.float64), np.zeros((2 * CELLS, 2), np.float64),
+    return (np.empty(LINES, np.int64), np.empty(LINES, np.int64), np.empty((LINES, 2), np.float64),
+            np.empty(RANKS + 1, np.float64), np.zeros((2 * CELLS, 2), np.float64),
             np.zeros(2 * CELLS, np.int64), np.empty((LINES, RANKS + 1), np.float64), np.empty(LINES, np.float64),
             np.empty(LINES, np.float64), np.zeros(2 * CELLS, np.float64), np.empty((CELLS, SETUP), np.int64),
             np.empty((CELLS, OPEN_BOUND + 1), np.float64))
@@ -639,19 +651,19 @@ def _follow_ups(after, rules, weights, table, fire_max, slack, best, scratch, st
     after, rules, weights, table = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table)
     fire_max, best, status, cell_value = borrowed(fire_max), borrowed(best), borrowed(status), borrowed(cell_value)
     floor, near = borrowed(floor), borrowed(near)
-    (line_ups, line_fd_ups, line_val, line_ends, base, turned, turned_range, turn_sum, line_min, turn_sum_max,
-     turned_max, setups, values) = scratch
-    line_ups, line_fd_ups, line_val, base = borrowed(line_ups), borrowed(line_fd_ups), borrowed(line_val), borrowed(base)
+    (line_ups, line_fd_ups, line_ends, base, turned, turned_range, turn_sum, line_min, turn_sum_max, turned_max, setups,
+     values) = scratch
+    line_ups, line_fd_ups, base = borrowed(line_ups), borrowed(line_fd_ups), borrowed(base)
     line_ends, turned, turned_range = borrowed(line_ends), borrowed(turned), borrowed(turned_range)
     turn_sum, line_min = borrowed(turn_sum), borrowed(line_min)
     turn_sum_max, turned_max = borrowed(turn_sum_max), borrowed(turned_max)
     setups, values = borrowed(setups), borrowed(values)
-    _prepare(after, table, line_ups, line_fd_ups, line_val, line_ends, base, turned, turned_range, turn_sum, line_min,
+    _prepare(after, table, line_ups, line_fd_ups, line_ends, base, turned, turned_range, turn_sum, line_min,
              turn_sum_max, turned_max)
     n = _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line_min, turn_sum_max, turned_max,
                      fire_max, status, cell_value, setups, values)
-    return _rank_loops(after, table, best, line_val, base, turned, turned_range, turn_sum, setups, values, n, slack,
-                       floor, near, cutoff)
+    return _rank_loops(after, table, best, line_ups, line_ends, base, turned, turned_range, turn_sum, setups, values, n,
+                       slack, floor, near, cutoff)
 
 
 @njit(cache=True)
