@@ -106,8 +106,8 @@ def main() -> None:
         after = np.empty(K.STATE_SIZE, np.int64)
         table = np.zeros((2, L.FLIPS, L.NONE_LO + 1, K.RANKS + 1), np.float64)
         fire_max = np.zeros((L.FLIPS, L.NONE_LO + 1, K.RANKS + 1), np.float64)
-        (line_ups, line_fd_ups, line_ends, base, turned, turned_range, turn_sum, line_min, turn_sum_max, turned_max,
-         setups, values) = L._scratch()
+        (line_ups, line_fd_ups, line_ends, line_range, base, turned, turned_range, turn_sum, line_min, turn_sum_max,
+         turned_max, setups, values) = L._scratch()
         status = np.empty(4, np.int64)
         cell_value = np.empty(4, np.float64)
         best = np.empty(K.RANKS + 1, np.float64)
@@ -152,19 +152,19 @@ def main() -> None:
                     gaps[n_roots - 1, 3] = K.popcount(lines)
                     gaps[n_roots - 1, 4] = K.popcount(K.legal_cells(after, rules) & legals[i] & ~crossed)
                 if upto >= 2:
-                    L._prepare(after, table, line_ups, line_fd_ups, line_ends, base, turned, turned_range, turn_sum,
-                               line_min, turn_sum_max, turned_max)
+                    L._prepare(after, table, line_ups, line_fd_ups, line_ends, line_range, base, turned, turned_range,
+                               turn_sum, line_min, turn_sum_max, turned_max)
                 if upto >= 3:
                     n = L._cell_bounds(after, rules, params, table, line_ups, line_fd_ups, base, line_min,
                                        turn_sum_max, turned_max, fire_max, status, cell_value, setups, values)
                     follow_ups += n
                 if counting:  # cut off as in choose (root cells in cell order)?
-                    gaps[n_roots - 1, 6] = not L._rank_loops(after, table, best, line_ups, line_ends, base, turned,
+                    gaps[n_roots - 1, 6] = not L._rank_loops(after, table, best, line_ends, line_range, base, turned,
                                                              turned_range, turn_sum, setups, values, n, margin,
                                                              no_floor, near, top - 3 * margin)
                 if upto >= 4:
-                    L._rank_loops(after, table, best, line_ups, line_ends, base, turned, turned_range, turn_sum, setups,
-                                  values, n, margin, no_floor, near, -np.inf)
+                    L._rank_loops(after, table, best, line_ends, line_range, base, turned, turned_range, turn_sum,
+                                  setups, values, n, margin, no_floor, near, -np.inf)
                 if counting:
                     ev = 0.0
                     for r in range(1, K.RANKS + 1):

@@ -236,22 +236,16 @@ def _values(table, ups, occ, fd):
     return table[0, f, lo, hi], table[1, f, lo, hi], lo, hi
 
 
-@njit(cache=True, inline="always")
-def _select(lo, hi, v_in, v_out, r):
-    """A line's value once r is drawn; a line without face-up tops (lo > hi) has v_in == v_out."""
-    return v_in if lo <= r <= hi else v_out
-
-
 @njit(cache=True)
-def _prepare(after, table, line_ups, line_fd_ups, line_ends, base, turned, turned_range, turn_sum, line_min,
-             turn_sum_max, turned_max):
+def _prepare(after, table, line_ups, line_fd_ups, line_ends, line_range, base, turned, turned_range, turn_sum,
+             line_min, turn_sum_max, turned_max):
     """The position's tables, for `_rank_loops`, each per rank r = 1..10 once r is drawn.
 
     Per line k (rows 0..6, columns 7..13): packed face-up and face-down
-    ranks; line_ends[k], its value with r inside and outside its face-up
-    range (0 when empty); base[r], the sum over the lines (their values with
-    r outside, plus the steps of inside less outside, summed over the
-    ranks). Per occupied cell x and its row (slot 2x) or column (2x + 1):
+    ranks; line_ends[k], its value with r inside line_range[k] (its face-up
+    range, as bits) and outside (0 when empty); base[r], the sum over the
+    lines (their values with r outside, plus the steps of inside less
+    outside, summed over the ranks). Per occupied cell x and its row (slot 2x) or column (2x + 1):
     that line's value once x is turned over, turned[slot] with r inside
     turned_range[slot] (the new face-up range, as bits) and outside.
     turn_sum[k, r]: the sum of what turning each occupied cell of line k adds
@@ -264,7 +258,7 @@ def _prepare(after, table, line_ups, line_fd_ups, line_ends, base, turned, turne
     after, table, base = borrowed(after), borrowed(table), borrowed(base)
     line_ups, line_fd_ups = borrowed(line_ups), borrowed(line_fd_ups)
     line_ends, turned, turned_range = borrowed(line_ends), borrowed(turned), borrowed(turned_range)
-    turn_sum = borrowed(turn_sum)
+    turn_sum, line_range = borrowed(turn_sum), borrowed(line_range)
     line_min, turn_sum_max, turned_max = borrowed(line_min), borrowed(turn_sum_max), borrowed(turned_max)
     occ = after[OCCUPIED]
     fd = after[FACE_DOWN]
@@ -275,6 +269,7 @@ def _prepare(after, table, line_ups, line_fd_ups, line_ends, base, turned, turne
         turn_sum_max[k] = 0.0
         line_ends[k, 0] = 0.0
         line_ends[k, 1] = 0.0
+        line_range[k] = 0
     # Follow-ups lie within one line of the occupied box: only those lines are read.
     for j in range(2):
         first = max(0, (after[MIN_ROW] if j == 0 else after[MIN_COL]) - 1) + j * SIDE
@@ -305,6 +300,7 @@ def _prepare(after, table, line_ups, line_fd_ups, line_ends, base, turned, turne
             line_min[k] = min(v_in, v_out) if lo <= hi else v_out
             line_ends[k, 0] = v_in
             line_ends[k, 1] = v_out
+            line_range[k] = _inside(lo, hi)
     # What turning x over adds to a line is one value (new less old) on each of the pieces its old and
     # new face-up ranges cut 1..10 into: turn_sum[k] gathers the steps between them (a difference array
     # over the ranks), summed up below.
@@ -331,7 +327,7 @@ def _prepare(after, table, line_ups, line_fd_ups, line_ends, base, turned, turne
             turn_sum[other, 1] += v_out - old_out
             _add_inside(turn_sum[other], lo, hi, v_in - v_out)
             _add_inside(turn_sum[other], old_lo, old_hi, -(old_in - old_out))
-            was_inside = _inside(old_lo, old_hi)
+            was_inside = line_range[k]
             most = -np.inf
             if was_inside & inside & ALL_RANKS:
                 most = max(most, old_in - v_in)
@@ -513,7 +509,7 @@ def _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line
 
 
 @njit(cache=True)
-def _rank_loops(after, table, best, line_ups, line_ends, base, turned, turned_range, turn_sum, setups, values, n,
+def _rank_loops(after, table, best, line_ends, line_range, base, turned, turned_range, turn_sum, setups, values, n,
                 slack, floor, near, cutoff):
     """best[r] = the best leaf over the follow-up cells once rank r is drawn, to within `_margin`.
 
@@ -530,7 +526,7 @@ def _rank_loops(after, table, best, line_ups, line_ends, base, turned, turned_ra
     """
     # Uncounted views (see sim.kernels.borrowed): the caller keeps every array alive.
     after, table, best, base = borrowed(after), borrowed(table), borrowed(best), borrowed(base)
-    line_ups, line_ends = borrowed(line_ups), borrowed(line_ends)
+    line_ends, line_range = borrowed(line_ends), borrowed(line_range)
     turned, turned_range, turn_sum = borrowed(turned), borrowed(turned_range), borrowed(turn_sum)
     setups, values = borrowed(setups), borrowed(values)
     floor, near = borrowed(floor), borrowed(near)
@@ -600,15 +596,13 @@ def _rank_loops(after, table, best, line_ups, line_ends, base, turned, turned_ra
         col_own_out = turned[2 * cell, 1]
         col_own_range = turned_range[2 * cell]
         # Its row's and column's values once r is drawn: by r's side of each one's face-up range.
-        row_lo, row_hi = _range(line_ups[row])
-        col_lo, col_hi = _range(line_ups[col])
-        row_in, row_out = line_ends[row, 0], line_ends[row, 1]
-        col_in, col_out = line_ends[col, 0], line_ends[col, 1]
+        row_in, row_out, row_range = line_ends[row, 0], line_ends[row, 1], line_range[row]
+        col_in, col_out, col_range = line_ends[col, 0], line_ends[col, 1], line_range[col]
         lowest_after = np.inf
         # Branch-free over the ranks (which checks fire depends on r).
         for r in range(1, RANKS + 1):
-            row_val = _select(row_lo, row_hi, row_in, row_out, r)
-            col_val = _select(col_lo, col_hi, col_in, col_out, r)
+            row_val = row_in if (row_range >> r) & 1 else row_out
+            col_val = col_in if (col_range >> r) & 1 else col_out
             row_fires = (r < row_lo0) | (r > row_hi0)
             col_fires = (r < col_lo0) | (r > col_hi0)
             row_turns = (table[0, row_f1, min(row_lo1, r), max(row_hi1, r)] + turn_sum[row, r]
@@ -636,7 +630,7 @@ def _scratch():
     """The per-position arrays `_prepare` and `_cell_bounds` fill and `_rank_loops` reads, allocated once per turn."""
     # turned and turned_max are read (times 0) for empty cells too: zeros, so that they are never NaN.
     return (np.empty(LINES, np.int64), np.empty(LINES, np.int64), np.empty((LINES, 2), np.float64),
-            np.empty(RANKS + 1, np.float64), np.zeros((2 * CELLS, 2), np.float64),
+            np.empty(LINES, np.int64), np.empty(RANKS + 1, np.float64), np.zeros((2 * CELLS, 2), np.float64),
             np.zeros(2 * CELLS, np.int64), np.empty((LINES, RANKS + 1), np.float64), np.empty(LINES, np.float64),
             np.empty(LINES, np.float64), np.zeros(2 * CELLS, np.float64), np.empty((CELLS, SETUP), np.int64),
             np.empty((CELLS, OPEN_BOUND + 1), np.float64))
@@ -651,19 +645,20 @@ def _follow_ups(after, rules, weights, table, fire_max, slack, best, scratch, st
     after, rules, weights, table = borrowed(after), borrowed(rules), borrowed(weights), borrowed(table)
     fire_max, best, status, cell_value = borrowed(fire_max), borrowed(best), borrowed(status), borrowed(cell_value)
     floor, near = borrowed(floor), borrowed(near)
-    (line_ups, line_fd_ups, line_ends, base, turned, turned_range, turn_sum, line_min, turn_sum_max, turned_max, setups,
-     values) = scratch
+    (line_ups, line_fd_ups, line_ends, line_range, base, turned, turned_range, turn_sum, line_min, turn_sum_max,
+     turned_max, setups, values) = scratch
     line_ups, line_fd_ups, base = borrowed(line_ups), borrowed(line_fd_ups), borrowed(base)
+    line_range = borrowed(line_range)
     line_ends, turned, turned_range = borrowed(line_ends), borrowed(turned), borrowed(turned_range)
     turn_sum, line_min = borrowed(turn_sum), borrowed(line_min)
     turn_sum_max, turned_max = borrowed(turn_sum_max), borrowed(turned_max)
     setups, values = borrowed(setups), borrowed(values)
-    _prepare(after, table, line_ups, line_fd_ups, line_ends, base, turned, turned_range, turn_sum, line_min,
-             turn_sum_max, turned_max)
+    _prepare(after, table, line_ups, line_fd_ups, line_ends, line_range, base, turned, turned_range, turn_sum,
+             line_min, turn_sum_max, turned_max)
     n = _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line_min, turn_sum_max, turned_max,
                      fire_max, status, cell_value, setups, values)
-    return _rank_loops(after, table, best, line_ups, line_ends, base, turned, turned_range, turn_sum, setups, values, n,
-                       slack, floor, near, cutoff)
+    return _rank_loops(after, table, best, line_ends, line_range, base, turned, turned_range, turn_sum, setups, values,
+                       n, slack, floor, near, cutoff)
 
 
 @njit(cache=True)
