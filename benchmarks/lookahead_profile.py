@@ -33,7 +33,10 @@ core:
   per-line maxima, cheaper than the follow-ups' bounds, would take, and
   no tighter than it); the positions whose choice is settled by
   exact expectations (several root cells within 2 margins of the best,
-  each paying a second pass); quantiles of the largest bound minus the
+  each paying a second pass), the time of that second pass, and how
+  many of those root cells it could skip as provably tied (their position
+  the same as another's, moved whole) and how many positions are ties
+  in fact; quantiles of the largest bound minus the
   expectation.
 """
 
@@ -89,7 +92,7 @@ def main() -> None:
         return base[0] + cell_most + row_most + col_most
 
     @njit
-    def walk(states, cards, legals, rules, params, upto, gaps):
+    def walk(states, cards, legals, rules, params, upto, gaps, bests):
         """The fast path's stages on every legal root cell, up to `upto` (0: line tables only, 1: + placing
         the card, 2: + `_prepare`, 3: + `_cell_bounds`, 4: + rank loops without cut-offs).
 
@@ -98,7 +101,7 @@ def main() -> None:
         lines the placement changes, follow-up cells outside them that were legal before it, its position or
         -1 where another root cell wins at once, whether choose's cut-off gives it up, the root bound's
         ceiling: the expectation of the position's own value after the placement plus its largest gain, the
-        decoupled bound).
+        decoupled bound, the root cell), and bests[j]: its best leaf per rank, as the fast path gives them.
         Returns (root cells, follow-up cells).
         """
         counting = gaps.shape[0] > 0
@@ -184,6 +187,8 @@ def main() -> None:
                             static += after[K.STOCK + r] * base[r]
                     gaps[n_roots - 1, 7] = static / after[K.STOCK_LEFT] + gain
                     gaps[n_roots - 1, 5] = i
+                    gaps[n_roots - 1, 9] = cell
+                    bests[n_roots - 1] = best
                     top = max(top, ev)
             if counting:
                 for j in range(first, n_roots):
@@ -191,6 +196,46 @@ def main() -> None:
                     if wins:  # choose plays the win at once
                         gaps[j, 5] = -1
         return n_roots, follow_ups
+
+    @njit
+    def settle(states, cards, rules, params, roots, bests, passes):
+        """choose's second pass, on each root cell it settles (roots[j]: its position and cell; bests[j]: its best
+        leaves from the first pass): the follow-ups again, recording the cells near each rank's best, then the
+        exact expectation over them. Without `passes`, only the turn's line tables (which choose has already made).
+        """
+        prefix = np.empty(K.RANKS + 1, np.int64)
+        after = np.empty(K.STATE_SIZE, np.int64)
+        table = np.zeros((2, L.FLIPS, L.NONE_LO + 1, K.RANKS + 1), np.float64)
+        fire_max = np.zeros((L.FLIPS, L.NONE_LO + 1, K.RANKS + 1), np.float64)
+        scratch = L._scratch()
+        status = np.empty(4, np.int64)
+        cell_value = np.empty(4, np.float64)
+        best = np.empty(K.RANKS + 1, np.float64)
+        floor = np.zeros(K.RANKS + 1, np.float64)
+        near = np.zeros(K.RANKS + 1, np.int64)
+        exact_prefix = np.empty(K.RANKS + 1, np.int64)
+        margin = L._margin(params)
+        check = 0.0
+        last = -1
+        for j in range(roots.shape[0]):
+            i = roots[j, 0]
+            state = states[i]
+            if i != last:  # the turn's line tables, as choose makes them once per position
+                stock_prefix(state, prefix)
+                L._line_tables(prefix, params, table)
+                L._fire_tables(table, fire_max)
+                last = i
+            if not passes:
+                continue
+            after[:] = state
+            K.place(after, rules, roots[j, 1], cards[i])
+            floor[0] = 1.0
+            for r in range(1, K.RANKS + 1):
+                floor[r] = bests[j, r] - 2 * margin
+            L._follow_ups(after, rules, params, table, fire_max, margin, best, scratch, status, cell_value, floor,
+                          near, -np.inf)
+            check += L._exact_expectation(after, rules, params, exact_prefix, near)
+        return check
 
     @njit
     def choose_all(states, cards, legals, rules, params):
@@ -220,8 +265,9 @@ def main() -> None:
           f"{n_root_cells:,} legal root cells")
 
     choose_all(states[:3], cards[:3], legals[:3], rules, params)  # compile
-    no_gaps = np.empty((0, 9))
-    walk(states[:3], cards[:3], legals[:3], rules, params, 4, no_gaps)
+    no_gaps = np.empty((0, 10))
+    no_bests = np.empty((0, K.RANKS + 1))
+    walk(states[:3], cards[:3], legals[:3], rules, params, 4, no_gaps, no_bests)
     best = [np.inf] * 6
     for _ in range(args.rounds):
         t0 = time.perf_counter()
@@ -229,7 +275,7 @@ def main() -> None:
         best[5] = min(best[5], time.perf_counter() - t0)
         for upto in range(5):
             t0 = time.perf_counter()
-            walk(states, cards, legals, rules, params, upto, no_gaps)
+            walk(states, cards, legals, rules, params, upto, no_gaps, no_bests)
             best[upto] = min(best[upto], time.perf_counter() - t0)
     names = ["line tables (per position)", "placing the card", "_prepare", "_cell_bounds", "_rank_loops, no cut-offs"]
     print(f"choose on every position: {best[5] * 1e3:.1f} ms ({best[5] / len(states) * 1e6:.1f} us per position); "
@@ -238,9 +284,10 @@ def main() -> None:
         ms = (best[upto] - (best[upto - 1] if upto else 0.0)) * 1e3
         print(f"  {name:>28}: {ms:6.1f} ms")
 
-    gaps = np.empty((n_root_cells, 9))
-    n_roots, follow_ups = walk(states, cards, legals, rules, params, 4, gaps)
-    gaps = gaps[:n_roots]
+    gaps = np.empty((n_root_cells, 10))
+    bests = np.empty((n_root_cells, K.RANKS + 1))
+    n_roots, follow_ups = walk(states, cards, legals, rules, params, 4, gaps, bests)
+    gaps, bests = gaps[:n_roots], bests[:n_roots]
     below = gaps[:, 2] - gaps[:, 1]
     print(f"{n_roots:,} root cells that do not lose at once, {follow_ups / n_roots:.1f} follow-up cells each")
     print(f"  lines a root placement changes: {gaps[:, 3].mean():.2f} on average; follow-up cells outside them, "
@@ -249,10 +296,44 @@ def main() -> None:
     print(f"  largest bound below the best expectation: {np.mean(gaps[:, 0] < gaps[:, 2]):.1%}")
     for gap in (0.001, 1, 5, 10, 20):
         print(f"  expectation more than {gap:g} below the best: {np.mean(below > gap):.1%}")
-    close = np.bincount(gaps[(below <= 2 * L.margin(params)) & (gaps[:, 5] >= 0), 5].astype(np.int64))
+    near_best = (below <= 2 * L.margin(params)) & (gaps[:, 5] >= 0)
+    close = np.bincount(gaps[near_best, 5].astype(np.int64), minlength=len(states))
+    settled = near_best & (close[np.maximum(gaps[:, 5], 0).astype(np.int64)] >= 2)
+    roots = gaps[settled][:, [5, 9]].astype(np.int64)
+    settle(states, cards, rules, params, roots[:3], bests[settled][:3], True)  # compile
+    settle(states, cards, rules, params, roots[:3], bests[settled][:3], False)
+    took = [np.inf, np.inf]
+    for _ in range(args.rounds):
+        for passes in (False, True):
+            t0 = time.perf_counter()
+            settle(states, cards, rules, params, roots, bests[settled], passes)
+            took[passes] = min(took[passes], time.perf_counter() - t0)
+    took = took[1] - took[0]
     print(f"  positions settled by exact expectations (2 or more root cells within 2 margins of the best): "
           f"{np.sum(close >= 2):,} ({np.sum(close >= 2) / len(states):.1%}), {close[close >= 2].mean():.2f} root "
-          "cells each")
+          f"cells each; choose's second pass on those {len(roots):,} root cells (their follow-ups again, then the "
+          f"exact expectation): {took * 1e3:.1f} ms, {took / best[5]:.1%} of choose's time")
+    # A root cell whose position after the placement is another close one's, moved whole, expects bitwise the same:
+    # evaluate sums the lines of the box in order, rows then columns, and a move keeps that order (and the legal
+    # cells: every box holds the centre). So the settling could skip such a cell when it is the higher of the two.
+    shapes = {}
+    moved = 0
+    exact = {}  # position: the exact expectations of its settled root cells
+    for i, cell in roots:
+        after = states[i].copy()
+        K.place(after, rules, cell, cards[i])
+        prefix = np.empty(K.RANKS + 1, np.int64)
+        stock_prefix(states[i], prefix)
+        exact.setdefault(i, set()).add(L.expected_value(after.copy(), rules, params, prefix))
+        corner = K.SIDE * after[K.MIN_ROW] + after[K.MIN_COL]
+        shape = tuple((int(c - corner), int(after[K.TOP + c]), int(after[K.HEIGHT + c]),
+                       int((after[K.FACE_DOWN] >> c) & 1)) for c in range(K.CELLS) if (after[K.OCCUPIED] >> c) & 1)
+        moved += (i, shape) in shapes
+        shapes[i, shape] = True
+    print(f"    of which {moved:,} are another's position moved whole (bitwise the same expectation, so that "
+          "only the lower cell needs settling)")
+    tied = sum(len(v) == 1 for v in exact.values())
+    print(f"    positions whose settled root cells all expect bitwise the same: {tied:,} of {len(exact):,}")
     no_win = gaps[gaps[:, 5] >= 0]  # root cells of positions without a winning cell
     ceiling = np.mean(no_win[:, 7] < no_win[:, 2])
     print(f"  the decoupled bound (the largest cell value, row term and column term over the follow-up cells, each "
