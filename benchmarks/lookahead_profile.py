@@ -316,7 +316,7 @@ def main() -> None:
     # A root cell whose position after the placement is another close one's, moved whole, expects bitwise the same:
     # evaluate sums the lines of the box in order, rows then columns, and a move keeps that order (and the legal
     # cells: every box holds the centre). So the settling could skip such a cell when it is the higher of the two.
-    shapes = {}
+    shapes = set()  # (position, shape) of the settled root cells so far
     moved = 0
     exact = {}  # position: the exact expectations of its settled root cells
     for i, cell in roots:
@@ -329,7 +329,7 @@ def main() -> None:
         shape = tuple((int(c - corner), int(after[K.TOP + c]), int(after[K.HEIGHT + c]),
                        int((after[K.FACE_DOWN] >> c) & 1)) for c in range(K.CELLS) if (after[K.OCCUPIED] >> c) & 1)
         moved += (i, shape) in shapes
-        shapes[i, shape] = True
+        shapes.add((i, shape))
     print(f"    of which {moved:,} are another's position moved whole (bitwise the same expectation, so that "
           "only the lower cell needs settling)")
     tied = sum(len(v) == 1 for v in exact.values())
