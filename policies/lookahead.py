@@ -215,6 +215,12 @@ def _inside(lo, hi):
 
 
 @njit(cache=True, inline="always")
+def _by_side(inside, r, v_in, v_out):
+    """A line's value once r is drawn: v_in when r is among the bits `inside` (its face-up range), else v_out."""
+    return v_in if (inside >> r) & 1 else v_out
+
+
+@njit(cache=True, inline="always")
 def _add_inside(steps, lo, hi, d):
     """Add d to the ranks lo..hi (none when lo > hi) of the difference array `steps` over the ranks."""
     if lo <= hi:
@@ -601,14 +607,14 @@ def _rank_loops(after, table, best, line_ends, line_range, base, turned, turned_
         lowest_after = np.inf
         # Branch-free over the ranks (which checks fire depends on r).
         for r in range(1, RANKS + 1):
-            row_val = row_in if (row_range >> r) & 1 else row_out
-            col_val = col_in if (col_range >> r) & 1 else col_out
+            row_val = _by_side(row_range, r, row_in, row_out)
+            col_val = _by_side(col_range, r, col_in, col_out)
             row_fires = (r < row_lo0) | (r > row_hi0)
             col_fires = (r < col_lo0) | (r > col_hi0)
             row_turns = (table[0, row_f1, min(row_lo1, r), max(row_hi1, r)] + turn_sum[row, r]
-                         - own * ((row_own_in if (row_own_range >> r) & 1 else row_own_out) - col_val))
+                         - own * (_by_side(row_own_range, r, row_own_in, row_own_out) - col_val))
             col_turns = (table[0, col_f1, min(col_lo1, r), max(col_hi1, r)] + turn_sum[col, r]
-                         - own * ((col_own_in if (col_own_range >> r) & 1 else col_own_out) - row_val))
+                         - own * (_by_side(col_own_range, r, col_own_in, col_own_out) - row_val))
             v = (values[row_index, np.int64(row_fires) | (np.int64(col_fires) << 1)]
                  + (base[r] - row_val - col_val)
                  + (row_turns if row_fires else row_stays) + (col_turns if col_fires else col_stays))
