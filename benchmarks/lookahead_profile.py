@@ -81,12 +81,11 @@ def main() -> None:
             row = K.ROW_OF[cell]
             col = K.SIDE + K.COL_OF[cell]
             own = np.float64((occ >> cell) & 1)
-            row_stays = table[0, setups[j, 5], setups[j, 1], setups[j, 2]]
-            col_stays = table[0, setups[j, 11], setups[j, 7], setups[j, 8]]
-            row_fires = (fire_max[setups[j, 6], setups[j, 3], setups[j, 4]] + turn_sum_max[row]
-                         + own * turned_max[2 * cell + 1])
-            col_fires = (fire_max[setups[j, 12], setups[j, 9], setups[j, 10]] + turn_sum_max[col]
-                         + own * turned_max[2 * cell])
+            s = setups[j]  # the cell, then row lo0, hi0, lo1, hi1, f0, f1, then the same for the column
+            row_stays, row_fires = L._line_terms(table, fire_max, turn_sum_max, turned_max, own, row, 2 * cell + 1,
+                                                 s[5], s[1], s[2], s[6], s[3], s[4])
+            col_stays, col_fires = L._line_terms(table, fire_max, turn_sum_max, turned_max, own, col, 2 * cell,
+                                                 s[11], s[7], s[8], s[12], s[9], s[10])
             row_most = max(row_most, max(row_stays, row_fires) - line_min[row])
             col_most = max(col_most, max(col_stays, col_fires) - line_min[col])
         return base[0] + cell_most + row_most + col_most

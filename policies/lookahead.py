@@ -429,6 +429,15 @@ def _cell_setup(after, rules, weights, table, cell, line_ups, line_fd_ups, statu
             col_f0, col_f1)
 
 
+@njit(cache=True, inline="always")
+def _line_terms(table, fire_max, turn_sum_max, turned_max, own, line, slot, f0, lo0, hi0, f1, lo1, hi1):
+    """A follow-up's row (or column) term in its bound: (the line's value when its check does not fire, the most
+    it can add when it fires, over the ranks). `slot` is the follow-up cell's slot for the other line (see
+    `_prepare`'s turned_max), counted only when the cell is occupied (`own`): the placed card covers it.
+    """
+    return table[0, f0, lo0, hi0], fire_max[f1, lo1, hi1] + turn_sum_max[line] + own * turned_max[slot]
+
+
 SETUP = 13
 """A follow-up cell's row of `_cell_bounds`' setups: the cell, then `_cell_setup`'s ranges and flip indices."""
 BOUND = 4
@@ -473,11 +482,11 @@ def _cell_bounds(after, rules, weights, table, line_ups, line_fd_ups, base, line
         col = SIDE + COL_OF[cell]
         (row_lo0, row_hi0, row_lo1, row_hi1, row_f0, row_f1, col_lo0, col_hi0, col_lo1, col_hi1,
          col_f0, col_f1) = _cell_setup(after, rules, weights, table, cell, line_ups, line_fd_ups, status, cell_value)
-        row_stays = table[0, row_f0, row_lo0, row_hi0]
-        col_stays = table[0, col_f0, col_lo0, col_hi0]
         own = np.float64((occ >> cell) & 1)  # an occupied follow-up cell is covered, not turned
-        row_fires = fire_max[row_f1, row_lo1, row_hi1] + turn_sum_max[row] + own * turned_max[2 * cell + 1]
-        col_fires = fire_max[col_f1, col_lo1, col_hi1] + turn_sum_max[col] + own * turned_max[2 * cell]
+        row_stays, row_fires = _line_terms(table, fire_max, turn_sum_max, turned_max, own, row, 2 * cell + 1,
+                                           row_f0, row_lo0, row_hi0, row_f1, row_lo1, row_hi1)
+        col_stays, col_fires = _line_terms(table, fire_max, turn_sum_max, turned_max, own, col, 2 * cell,
+                                           col_f0, col_lo0, col_hi0, col_f1, col_lo1, col_hi1)
         row_in = _inside(row_lo0, row_hi0)
         col_in = _inside(col_lo0, col_hi0)
         common = base[0] - line_min[row] - line_min[col]
