@@ -77,15 +77,15 @@ def main() -> None:
                     return np.inf
                 if values[j, p] != 4 * LOSS:
                     cell_most = max(cell_most, values[j, p])
-            cell = setups[j, 0]
+            (cell, row_lo0, row_hi0, row_lo1, row_hi1, row_f0, row_f1, col_lo0, col_hi0, col_lo1, col_hi1, col_f0,
+             col_f1) = L._setup(setups, j)
             row = K.ROW_OF[cell]
             col = K.SIDE + K.COL_OF[cell]
             own = np.float64((occ >> cell) & 1)
-            s = setups[j]  # the cell, then row lo0, hi0, lo1, hi1, f0, f1, then the same for the column
             row_stays, row_fires = L._line_terms(table, fire_max, turn_sum_max, turned_max, own, row, 2 * cell + 1,
-                                                 s[5], s[1], s[2], s[6], s[3], s[4])
+                                                 row_f0, row_lo0, row_hi0, row_f1, row_lo1, row_hi1)
             col_stays, col_fires = L._line_terms(table, fire_max, turn_sum_max, turned_max, own, col, 2 * cell,
-                                                 s[11], s[7], s[8], s[12], s[9], s[10])
+                                                 col_f0, col_lo0, col_hi0, col_f1, col_lo1, col_hi1)
             row_most = max(row_most, max(row_stays, row_fires) - line_min[row])
             col_most = max(col_most, max(col_stays, col_fires) - line_min[col])
         return base[0] + cell_most + row_most + col_most

@@ -440,6 +440,7 @@ def _line_terms(table, fire_max, turn_sum_max, turned_max, own, line, slot, f0, 
 
 SETUP = 13
 """A follow-up cell's row of `_cell_bounds`' setups: the cell, then `_cell_setup`'s ranges and flip indices."""
+
 BOUND = 4
 """values[i, BOUND]: the follow-up's upper bound over the ranks in the stock (values[i, p] for p < 4: its cell
 values)."""
@@ -447,6 +448,14 @@ OPEN_BOUND = 5
 """values[i, OPEN_BOUND]: the same over the fired patterns that neither win nor lose at once. A leaf
 that does not win can be above LEAF_WIN when the weights are large, so a bound on a leaf is this one,
 or LEAF_WIN if larger where a pattern wins."""
+
+
+@njit(cache=True, inline="always")
+def _setup(setups, i):
+    """Row i of `_cell_bounds`' setups, in the order it writes them: the cell, then the row's lo0, hi0, lo1, hi1, f0,
+    f1 and the column's."""
+    return (setups[i, 0], setups[i, 1], setups[i, 2], setups[i, 3], setups[i, 4], setups[i, 5], setups[i, 6],
+            setups[i, 7], setups[i, 8], setups[i, 9], setups[i, 10], setups[i, 11], setups[i, 12])
 
 
 @njit(cache=True)
@@ -583,19 +592,8 @@ def _rank_loops(after, table, best, line_ends, line_range, base, turned, turned_
                 most += after[STOCK + r] * max(best[r], leaf_most)
             if most < cutoff * total:
                 return False
-        cell = setups[row_index, 0]
-        row_lo0 = setups[row_index, 1]
-        row_hi0 = setups[row_index, 2]
-        row_lo1 = setups[row_index, 3]
-        row_hi1 = setups[row_index, 4]
-        row_f0 = setups[row_index, 5]
-        row_f1 = setups[row_index, 6]
-        col_lo0 = setups[row_index, 7]
-        col_hi0 = setups[row_index, 8]
-        col_lo1 = setups[row_index, 9]
-        col_hi1 = setups[row_index, 10]
-        col_f0 = setups[row_index, 11]
-        col_f1 = setups[row_index, 12]
+        (cell, row_lo0, row_hi0, row_lo1, row_hi1, row_f0, row_f1, col_lo0, col_hi0, col_lo1, col_hi1, col_f0,
+         col_f1) = _setup(setups, row_index)
         row = ROW_OF[cell]
         col = SIDE + COL_OF[cell]
         row_stays = table[0, row_f0, row_lo0, row_hi0]
