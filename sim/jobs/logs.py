@@ -1,7 +1,6 @@
 """Logging for the command line: set up once, in the main process, before workers start."""
 
 import logging
-import multiprocessing
 import os
 import sys
 
@@ -56,7 +55,11 @@ def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
     The level applies to the "sim" loggers; other libraries stay at warnings.
 
     multiprocessing-logging wraps the handler so that records logged in forked
-    worker processes are shipped to this process and written here. Called
+    worker processes are shipped to this process and written here. The pool
+    forks its workers whatever the default start method is (forkserver on
+    Linux from Python 3.14, or spawn if a program using sim sets it), so the
+    library's own check of that default, in `install_mp_handler`, is not
+    used. Called
     again in the same process, it keeps that handler (and its thread) rather
     than starting another.
     """
@@ -67,8 +70,6 @@ def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
         if h is not shipped:
             root.removeHandler(h)
     if shipped is None:
-        if multiprocessing.get_start_method() != "fork":
-            raise AssertionError("worker logs are shipped only with the 'fork' start method")
         handler = _Stderr()
         handler.setFormatter(logging.Formatter("%(levelname)s %(processName)s: %(message)s"))
         root.addHandler(_Shipped(handler))
