@@ -6,6 +6,7 @@ import io
 import json
 import logging
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -178,13 +179,10 @@ def test_commands_in_one_process_keep_one_log_handler_writing_to_the_current_std
                for line in lines), err
 
 
-
 @pytest.mark.parametrize("start_method", ["spawn", "forkserver"])
 def test_worker_logs_arrive_whatever_the_default_start_method(tmp_path, start_method):
     # The pool forks its workers itself, so a program (or a Python) whose default start method is not fork
     # still runs, and its workers' records still reach this process.
-    import subprocess
-
     script = (f"import multiprocessing, sys; multiprocessing.set_start_method({start_method!r}); "
               "from sim.cli import main; sys.argv = ['sim'] + sys.argv[1:]; main()")
     r = subprocess.run([sys.executable, "-c", script, "run", "-n", "4000", "--chunk-size", "1000", "-w", "2", "-v",
@@ -194,6 +192,7 @@ def test_worker_logs_arrive_whatever_the_default_start_method(tmp_path, start_me
     done = re.findall(r"^DEBUG (\S+): chunk (\d): 1000 games in", r.stderr, re.M)
     assert sorted(int(c) for _, c in done) == [0, 1, 2, 3], r.stderr
     assert all(name != "MainProcess" for name, _ in done), r.stderr
+
 
 # --- item 7: small things ------------------------------------------------------------------------------
 
