@@ -233,6 +233,20 @@ def test_sigterm_leaves_a_resumable_run_and_says_how(tmp_path):
     assert s.status == "complete" and s.games == 1000000
 
 
+def test_an_interrupt_swallowed_inside_a_run_is_raised_when_the_block_ends():
+    # Python swallows an exception raised in a callback from C ("Exception ignored ..."); numba's compiler
+    # calls such callbacks while a first run compiles, so a Ctrl-C landing there must not be lost.
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        with runner._interrupt_on_sigterm():
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(5)  # the handler raises here
+            except KeyboardInterrupt:
+                pass  # as a callback from C would
+    assert signal.getsignal(signal.SIGINT) is before
+
+
 @pytest.mark.slow
 def test_dead_worker_names_its_chunk_and_resume_finishes(tmp_path, read_games):
     out = tmp_path / "run"

@@ -424,15 +424,20 @@ def _interrupt_on_sigterm():
     """Turn SIGTERM into KeyboardInterrupt while the run is in progress (main thread only).
 
     A second Ctrl-C or SIGTERM while the first is being handled is ignored,
-    so shutting down the workers is never cut short.
+    so shutting down the workers is never cut short. A signal that lands
+    while Python runs a callback from C (numba's compiler calls some while it
+    compiles) has its KeyboardInterrupt swallowed there ("Exception ignored
+    ..."): it is raised again when the block ends, so that it is never lost.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    signalled = []
 
     def handler(signum, frame):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signalled.append(signum)
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, handler)
@@ -442,6 +447,8 @@ def _interrupt_on_sigterm():
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
+    if signalled:  # the block ended as if nothing happened: its KeyboardInterrupt was swallowed
+        raise KeyboardInterrupt
 
 
 def part_metadata(job: Job, config, run_dir: Path) -> dict[str, str]:
