@@ -426,8 +426,9 @@ def _interrupt_on_sigterm():
     A second Ctrl-C or SIGTERM while the first is being handled is ignored,
     so shutting down the workers is never cut short. A signal that lands
     while Python runs a callback from C (numba's compiler calls some while it
-    compiles) has its KeyboardInterrupt swallowed there ("Exception ignored
-    ..."): it is raised again when the block ends, so that it is never lost.
+    compiles) has its KeyboardInterrupt swallowed there: it is raised again
+    when the block ends, so that it is never lost, and the traceback Python
+    would print for it ("Exception ignored ...") is left out.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -440,13 +441,19 @@ def _interrupt_on_sigterm():
         signalled.append(signum)
         raise KeyboardInterrupt
 
+    def unraisable(info, report=sys.unraisablehook):
+        if not (info.exc_type is KeyboardInterrupt and signalled):
+            report(info)
+
     previous = signal.signal(signal.SIGTERM, handler)
     previous_int = signal.signal(signal.SIGINT, handler)
+    previous_hook, sys.unraisablehook = sys.unraisablehook, unraisable
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
+        sys.unraisablehook = previous_hook
     if signalled:  # the block ended as if nothing happened: its KeyboardInterrupt was swallowed
         raise KeyboardInterrupt
 
