@@ -188,12 +188,17 @@ SummaryFormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="text|j
                                                help="The summary as text or as JSON (for scripts).")]
 
 
-def _count(n: str | None) -> int | None:
-    """-n as a whole number (1e6, 1_000_000), or None when not given."""
+def _count(n: str | None, option: str = "-n") -> int | None:
+    """-n (or `option`) as a whole number of games (1e6, 1_000_000) a seed has, or None when not given."""
     from sim.errors import parse_count
 
+    if n is None:
+        return None
     with library_errors():
-        return None if n is None else parse_count(n, "-n")
+        count = parse_count(n, option)
+    if count > 2**63:
+        fail(f"{option} {n!r} is more than the 2**63 games a seed has")
+    return count
 
 
 def run_config(policy: str, n: str | None, seed: int, rule, deals: Path | None, record_deals: bool, policy_arg):
@@ -212,10 +217,16 @@ def refuse_with_resume(resume, **given) -> None:
         fail(f"--resume {resume} takes the run's recorded settings; drop {', '.join(named)}")
 
 
-def execution(workers: int | None, quiet: bool, **options) -> dict:
-    """The keyword arguments of how a job runs, shared by run, solve, compare and sweep."""
+def check_workers(workers: int | None) -> int | None:
+    """--workers as given (None: every CPU); a usage error below 1."""
     if workers is not None and workers < 1:
         fail(f"--workers must be at least 1, not {workers}")
+    return workers
+
+
+def execution(workers: int | None, quiet: bool, **options) -> dict:
+    """The keyword arguments of how a job runs, shared by run, solve, compare and sweep."""
+    check_workers(workers)
     return dict(workers=workers, progress=show_progress(quiet), command=command_line(), notify=_notifier(quiet),
                 **options)
 
@@ -587,7 +598,7 @@ def tune(
     rounds: Annotated[int, typer.Option("--rounds", min=1, metavar="N", help="Rounds of the cross-entropy method.")] = 15,
     population: Annotated[int, typer.Option("--population", min=3, metavar="N", help="Weight vectors tried per round.")] = 30,
     elite: Annotated[int, typer.Option("--elite", min=2, metavar="N", help="Best vectors that set the next round's mean.")] = 6,
-    validation_seed: Annotated[Optional[int], typer.Option("--validation-seed", min=0, metavar="SEED", help="Seed of the held-out games (default: seed + 1).")] = None,
+    validation_seed: Annotated[Optional[int], typer.Option("--validation-seed", min=0, metavar="SEED", help="Seed of the held-out games (default: seed + 1, or 0 after the largest seed).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Write the weights (JSON) here.")] = None,
     rule: RuleOpt = None,
     workers: WorkersOpt = None,
@@ -610,7 +621,7 @@ def tune(
     from sim.jobs.logs import setup_logging
 
     setup_logging(verbose, quiet)
-    count = _count(n) if n else 0
+    count, workers = _count(n), check_workers(workers)
     train = f"seed {seed}, {count:,} games"
     report = None if quiet else (lambda r, best, mean: typer.echo(
         f"round {r}/{rounds}: train win rate {fmt_pct(best)} (best), {fmt_pct(mean)} (population mean)", err=True))
@@ -655,7 +666,7 @@ def train(
     loss: Annotated[float, typer.Option("--loss", metavar="V", help="Value of a lost deal in the targets and at planner's leaves (<= 0).")] = 0.0,
     bootstrap: Annotated[float, typer.Option("--bootstrap", metavar="B", help="Share of each target taken from the backed-up values (fitted value iteration) instead of the deal's outcome.")] = 0.0,
     decay: Annotated[float, typer.Option("--decay", metavar="D", help="Weight of an earlier round's positions, per round since (0 < D <= 1).")] = 1.0,
-    validation_seed: Annotated[Optional[int], typer.Option("--validation-seed", min=0, metavar="SEED", help="Seed of the held-out deals (default: seed + 1).")] = None,
+    validation_seed: Annotated[Optional[int], typer.Option("--validation-seed", min=0, metavar="SEED", help="Seed of the held-out deals (default: seed + 1, or 0 after the largest seed).")] = None,
     validation_n: Annotated[str, typer.Option("--validation-n", metavar="N", help="Held-out deals played at the end.")] = "2000",
     out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Write the values (JSON) here, e.g. policies/data/planner.json.")] = None,
     rule: RuleOpt = None,
@@ -680,7 +691,7 @@ def train(
 
     setup_logging(verbose, quiet)
     count = _count(n)
-    held_out = _count(validation_n)
+    held_out = _count(validation_n, "--validation-n")
     if ridge <= 0:
         fail(f"--ridge must be > 0, got {ridge}")
     report = None if quiet else (lambda r, s: typer.echo(

@@ -256,3 +256,45 @@ def test_tune_prints_a_baseline_first_and_every_win_rate_alike(tmp_path):
     for line in progress + summary:
         rates = re.findall(r"\d+(?:\.\d+)?%", line.replace("95% CI", ""))
         assert rates and all(re.fullmatch(r"\d+\.\d\d%", x) for x in rates), line
+
+
+# --- audit: usage errors before any work ---------------------------------------------------------------
+
+SMALL_TUNE = ("--rounds", "1", "--population", "3", "--elite", "2")
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["tune", "-w", "-1", "-n", "10", *SMALL_TUNE], "--workers must be at least 1, not -1"),
+    (["tune", "-w", "0", "-n", "10", *SMALL_TUNE], "--workers must be at least 1, not 0"),
+    (["tune", "-n", "", *SMALL_TUNE], "-n '' is not a positive whole number"),
+    (["tune", "-n", "0", *SMALL_TUNE], "-n '0' is not a positive whole number"),
+    (["tune", "-n", "1e99", *SMALL_TUNE], "-n '1e99' is more than the 2**63 games a seed has"),
+    (["run", "-n", "1e99", "-w", "1"], "-n '1e99' is more than the 2**63 games a seed has"),
+    (["train", "-n", "5", "--rounds", "1", "--validation-n", "0"], "--validation-n '0' is not a positive"),
+    (["train", "-n", "5", "--rounds", "1", "--validation-n", "abc"], "--validation-n 'abc' is not a positive"),
+    (["train", "-n", "5", "--rounds", "1", "--validation-n", "1e99"], "--validation-n '1e99' is more than the 2**63"),
+])
+def test_counts_and_workers_are_checked_before_any_game(tmp_path, monkeypatch, args, fragment):
+    monkeypatch.chdir(tmp_path)
+    line = one_line_error(invoke(*args))
+    assert fragment in line, line
+    assert not (tmp_path / "results").exists()
+
+
+def test_compare_checks_n_before_it_says_it_plays(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    line = one_line_error(invoke("compare", "-p", "greedy", "-p", "random", "-n", "1e99", "-w", "1"))
+    assert "'1e99'" in line and "playing" not in line
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_default_validation_seed_after_the_largest_seed_is_0():
+    largest = 2**64 - 1
+    r = invoke("tune", "--seed", largest, "-n", "10", *SMALL_TUNE, "-w", "1", "-q")
+    assert r.exit_code == 0, r.output
+    assert "seed 0, 10 games" in r.stdout.splitlines()[-1], r.stdout
+    assert "0 after the largest seed" in " ".join(invoke("tune", "-h").stdout.split())
+    from sim.analysis.train import train
+
+    assert train(5, seed=largest, rounds=1, validation_n=5).validation_seed == 0
+    assert "0 after the largest seed" in " ".join(invoke("train", "-h").stdout.split())

@@ -80,10 +80,14 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
     if policy not in TUNABLE:
         raise ValueError(f"policy {policy!r} has no weights to tune; tunable: {', '.join(TUNABLE)} "
                          f"(lookahead and rollout use heuristic's weights)")
+    if n < 1 or (validation_n is not None and validation_n < 1):
+        raise ValueError(f"n and validation_n must be at least 1, got n={n}, validation_n={validation_n}")
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
     if not 2 <= elite < population:
         raise ValueError(f"need 2 <= elite < population, got elite={elite}, population={population}")
     rules = rules or Rules()
-    validation_seed = seed + 1 if validation_seed is None else validation_seed
+    validation_seed = (seed + 1) % 2**64 if validation_seed is None else validation_seed  # seeds are 64-bit
     if validation_seed == seed:
         raise ValueError("the validation seed must differ from the training seed")
     validation_n = validation_n or n
