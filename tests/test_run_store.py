@@ -319,17 +319,57 @@ def test_a_part_replaced_by_another_is_an_error_and_resume_replays_it(tmp_path):
     assert games_of(out).equals(want)
 
 
+def test_a_part_of_the_same_games_from_another_run_or_with_one_byte_changed_is_never_read(tmp_path):
+    # Both hold exactly part 2's games, so only the digest the manifest recorded tells them from the real part.
+    want = reference_rows(tmp_path, n=4000, seed=5)
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=4000, seed=5), out=out, workers=1, chunk_size=1000)
+    other = tmp_path / "other"
+    sim.run(sim.RunConfig(policy="random", n=4000, seed=5), out=other, workers=1, chunk_size=1000)
+    part = out / "games" / "part-00002.parquet"
+    good = part.read_bytes()
+    flipped = bytearray(good)
+    flipped[len(good) // 2] ^= 0xFF
+    for damage in ((other / "games" / part.name).read_bytes(), bytes(flipped)):
+        part.write_bytes(damage)
+        for args in (["report", out], ["compare", out, other]):
+            line = one_line_error(cli.invoke(app, list(map(str, args))), 1)
+            assert "part-00002.parquet" in line and "SHA-256" in line
+        with pytest.raises(runner.RunError, match="part-00002"):
+            sim.load(out)
+        r = cli.invoke(app, ["run", "-n", "4000", "--seed", "5", "--chunk-size", "1000", "--out", str(out), "-q"])
+        assert "nothing was played" not in r.output, "a damaged run is not reused as complete"
+    sim.resume(out, workers=1)  # replays the damaged part
+    assert games_of(out).equals(want)
+
+
+def test_a_manifest_edited_to_other_settings_disagrees_with_its_parts(tmp_path):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=2000, seed=5), out=out, workers=1, chunk_size=1000)
+    path = out / "manifest.json"
+    m = json.loads(path.read_text())
+    for key, value in (("policy", "random"), ("seed", 6), ("rules", {**m["rules"], "max_face_down": 3})):
+        path.write_text(json.dumps({**m, key: value}))
+        line = one_line_error(cli.invoke(app, ["report", str(out)]), 1)
+        assert "part-00000.parquet" in line and f"{key} " in line
+    # A resume under the edited settings plays every part again: no run mixes two policies.
+    path.write_text(json.dumps({**m, "policy": "random", "status": "incomplete"}))
+    sim.resume(out, workers=1)
+    assert games_of(out).equals(reference_rows(tmp_path, policy="random", n=2000, seed=5))
+
+
 def test_stray_files_in_games_are_ignored_with_a_warning(tmp_path, caplog):
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=2000), out=out, workers=1, chunk_size=1000)
     shutil.copy(out / "games" / "part-00000.parquet", out / "games" / "extra.parquet")
+    shutil.copy(out / "games" / "part-00000.parquet", out / "games" / "part-00002.parquet")  # beyond its 2 parts
     (out / "games" / "junk.parquet").write_text("not parquet")
     from sim.analysis.report import load_report
 
-    with caplog.at_level("WARNING"):
+    with caplog.at_level("WARNING", logger="sim"):  # whatever level an earlier command (-q) left it at
         report = load_report(out)
     assert report.games == 2000
-    assert "extra.parquet" in caplog.text and "junk.parquet" in caplog.text
+    assert "extra.parquet" in caplog.text and "junk.parquet" in caplog.text and "part-00002.parquet" in caplog.text
 
 
 # --- 7. absurd sizes -----------------------------------------------------------------------------------------

@@ -308,10 +308,12 @@ def _part_stats(path: Path) -> tuple[int, int | None, int | None]:
 
 def _part_problem(path: Path, k: int, n: int, chunk_size: int) -> str | None:
     """What is wrong with part k's file (None when it holds exactly its games)."""
+    from polars.exceptions import PanicException  # a damaged page can make the reader panic
+
     rows, first, last = _expected(k, n, chunk_size)
     try:
         got = _part_stats(path)
-    except Exception as e:  # not Parquet, or not a games table
+    except (Exception, PanicException) as e:  # not Parquet, or not a games table
         return f"{path} is not a readable part ({type(e).__name__})"
     if got != (rows, first, last):
         return (f"{path} holds {got[0]} rows, games {got[1]}..{got[2]}; "
@@ -319,35 +321,71 @@ def _part_problem(path: Path, k: int, n: int, chunk_size: int) -> str | None:
     return None
 
 
-def stray_files(run_dir: Path) -> list[str]:
-    """Files in games/ that are not parts of a run (nor temporary files): ignored, with a warning."""
+def stray_files(run_dir: Path, chunks: int | None = None) -> list[str]:
+    """Files in games/ that are not parts of a run (nor temporary files): ignored, with a warning.
+
+    With `chunks` (the run's number of parts), a part's name beyond them is one too.
+    """
     from sim.jobs.files import TMP_MARK
 
     games_dir = Path(run_dir) / GAMES
     if not games_dir.is_dir():
         return []
-    return sorted(e.name for e in os.scandir(games_dir) if _chunk_of(e.name) is None and TMP_MARK not in e.name)
+    limit = math.inf if chunks is None else chunks
+    return sorted(e.name for e in os.scandir(games_dir)
+                  if TMP_MARK not in e.name and (_chunk_of(e.name) is None or _chunk_of(e.name) >= limit))
+
+
+PART_KEYS = ("kind", "policy", "policy_args", "seed", "n", "rules")
+"""The settings a part's own metadata (`part_metadata`) must share with the manifest that lists it."""
+
+
+def _metadata_problem(path: Path, k: int, m: dict) -> str | None:
+    """How part k's own metadata disagrees with the manifest (None when it agrees, or has none: older parts)."""
+    import polars as pl
+
+    try:
+        meta = pl.read_parquet_metadata(path)
+    except Exception as e:
+        return f"{path} is not a readable part ({type(e).__name__})"
+    expected = {"part": str(k), "kind": m.get("kind", "run"), "policy": str(m.get("policy")),
+                "policy_args": json.dumps(m.get("policy_args") or {}), "seed": str(m.get("seed")),
+                "n": str(m.get("n")), "rules": json.dumps(m.get("rules"))}
+    for key in ("part", *PART_KEYS):
+        got = meta.get(f"foursquare_sim.{key}")
+        if got is not None and got != expected[key]:
+            return f"{path} was written with {key} {got}, but the manifest says {expected[key]}"
+    return None
 
 
 def run_parts(run_dir: str | Path, m: dict | None = None) -> list[Path]:
-    """The part files of a run, each checked to hold exactly its games (the range check of the manifest).
+    """The part files of a run, each verified before it is trusted.
 
     Only the parts the manifest lists count; other files in games/ are
-    ignored with a warning. A part that is missing or holds other games is a
-    RunError naming the file (resume replays such a part).
+    ignored with a warning. Each must have the SHA-256 the manifest recorded
+    for it (so a part changed by a single byte, or swapped for another run's,
+    is caught before any row of it is read), settings in its own metadata
+    that agree with the manifest's (an edited manifest), and exactly its
+    chunk's games. A part that is not is a RunError naming the file (resume
+    replays such a part).
     """
     run_dir = Path(run_dir)
     m = m if m is not None else read_manifest(run_dir)
     n, chunk_size = int(m["n"]), int(m["chunk_size"])
-    for name in stray_files(run_dir):
+    for name in stray_files(run_dir, chunk_count(n, chunk_size)):
         log.warning("%s: ignoring %s, which is not a part of this run", run_dir, Path(GAMES) / name)
+    recorded = m.get("part_info") or {}
     paths = []
     for name in sorted(m.get("parts") or {}):
         k = _chunk_of(name)
         path = run_dir / GAMES / name
         if k is None or not path.is_file():
             raise RunError(f"{path}: listed in the manifest but missing; finish the run with --resume")
-        problem = _part_problem(path, k, n, chunk_size)
+        digest = (recorded.get(name) or {}).get("sha256")
+        if digest is not None and file_sha256(path) != digest:
+            problem = f"{path} is not the part this run wrote (its SHA-256 differs from the manifest's)"
+        else:
+            problem = _metadata_problem(path, k, m) or _part_problem(path, k, n, chunk_size)
         if problem:
             raise RunError(f"{problem}; resume the run to play it again")
         paths.append(path)
@@ -373,9 +411,13 @@ def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> d
             if file_sha256(path) != info.get("sha256"):
                 log.warning("%s differs from the part this run wrote: playing it again", path)
                 continue
+            problem = _metadata_problem(path, k, m)
+            if problem:
+                log.warning("%s: playing it again", problem)
+                continue
             kept[name] = info
             continue
-        problem = _part_problem(path, k, n, chunk_size)
+        problem = _metadata_problem(path, k, m or {}) or _part_problem(path, k, n, chunk_size)
         if problem:
             log.warning("%s: playing it again", problem)
             continue
