@@ -224,6 +224,36 @@ def check_workers(workers: int | None) -> int | None:
     return workers
 
 
+def check_policy(*specs: str | None) -> None:
+    """Refuse an empty --policy (it would name no policy, or silently the default)."""
+    if any(spec is not None and not spec.strip() for spec in specs):
+        fail("--policy '' names no policy (see `sim policies`)")
+
+
+def logging_options(verbose: int, quiet: bool) -> None:
+    """Refuse --quiet with -v, then set up logging as they ask."""
+    from sim.jobs.logs import setup_logging
+
+    if quiet and verbose:
+        fail("--quiet and -v contradict: give one of them")
+    setup_logging(verbose, quiet)
+
+
+def check_out_file(out: Path | None) -> None:
+    """--out FILE must be writable before any work: its folder exists, and it is not a directory."""
+    import os
+
+    if out is None:
+        return
+    parent = out.parent
+    if out.is_dir():
+        fail(f"--out {out} is a directory; give a file name")
+    if not parent.is_dir():
+        fail(f"--out {out}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        fail(f"--out {out} is not writable")
+
+
 def execution(workers: int | None, quiet: bool, **options) -> dict:
     """The keyword arguments of how a job runs, shared by run, solve, compare and sweep."""
     check_workers(workers)
@@ -283,6 +313,7 @@ def replay(
     Example: sim replay --seed 0 --game 3 --policy greedy --html replay.html
     """
     policies = policy or ["greedy"]
+    check_policy(*policies)
     if len(set(policies)) < len(policies):
         fail("a --policy is given twice")
     check_outputs(None, html)
@@ -352,10 +383,10 @@ def run(
 
     Example: sim run --policy greedy -n 1e6
     """
-    from sim.jobs.logs import setup_logging
 
     _check_format(fmt, ("text", "json"))
-    setup_logging(verbose, quiet)
+    logging_options(verbose, quiet)
+    check_policy(policy)
     how = execution(workers, quiet)
     refuse_with_resume(resume, **{"-n": n, "--seed": seed, "--rule": rule, "--deals": deals,
                                   "--record-deals": record_deals, "--chunk-size": chunk_size, "--out": out,
@@ -462,9 +493,8 @@ def report(
     check_outputs(png, html)
     from sim.analysis import html as pages, plots
     from sim.analysis.report import is_solve_run, load_reports, load_solve_report, render, render_solve_reports
-    from sim.jobs.logs import setup_logging
 
-    setup_logging(verbose, quiet)
+    logging_options(verbose, quiet)
 
     if any(is_solve_run(r) for r in runs):
         if not all(is_solve_run(r) for r in runs):
@@ -521,9 +551,9 @@ def compare(
     _check_format(fmt)
     check_outputs(png, html)
     from sim.analysis import compare as cmp
-    from sim.jobs.logs import setup_logging
 
-    setup_logging(verbose, quiet)
+    logging_options(verbose, quiet)
+    check_policy(*(policy or []))
     if runs and policy:
         fail("give either run directories or --policy, not both")
     if not runs and not policy:
@@ -574,9 +604,9 @@ def sweep(
     _check_format(fmt)
     check_outputs(png, html)
     from sim.analysis import sweep as sw
-    from sim.jobs.logs import setup_logging
 
-    setup_logging(verbose, quiet)
+    logging_options(verbose, quiet)
+    check_policy(policy)
     how = execution(workers, quiet, force=force, record_deals=record_deals)
     if n is None:
         fail("-n is required (e.g. -n 1e5): the games each combination plays")
@@ -618,10 +648,11 @@ def tune(
     from sim.analysis.tables import fmt_pct
     from sim.analysis.tune import tune as run_tune
     from sim.jobs.files import write_json_atomic
-    from sim.jobs.logs import setup_logging
 
-    setup_logging(verbose, quiet)
+    logging_options(verbose, quiet)
+    check_policy(policy)
     count, workers = _count(n), check_workers(workers)
+    check_out_file(out)
     train = f"seed {seed}, {count:,} games"
     report = None if quiet else (lambda r, best, mean: typer.echo(
         f"round {r}/{rounds}: train win rate {fmt_pct(best)} (best), {fmt_pct(mean)} (population mean)", err=True))
@@ -668,7 +699,7 @@ def train(
     decay: Annotated[float, typer.Option("--decay", metavar="D", help="Weight of an earlier round's positions, per round since (0 < D <= 1).")] = 1.0,
     validation_seed: Annotated[Optional[int], typer.Option("--validation-seed", min=0, metavar="SEED", help="Seed of the held-out deals (default: seed + 1, or 0 after the largest seed).")] = None,
     validation_n: Annotated[str, typer.Option("--validation-n", metavar="N", help="Held-out deals played at the end.")] = "2000",
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Write the values (JSON) here, e.g. policies/data/planner.json.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Write the values (JSON) here, e.g. values.json.")] = None,
     rule: RuleOpt = None,
     quiet: QuietOpt = False,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, show_default=False,
@@ -682,16 +713,16 @@ def train(
     arguments; use it with --policy-arg values=FILE, or ship it as
     policies/data/planner.json (the default values).
 
-    Example: sim train -n 20000 --seed 21 --rounds 3 --out policies/data/planner.json
+    Example: sim train -n 8000 --seed 21 --out values.json
     """
     from sim.analysis.tables import fmt_pct
     from sim.analysis.train import train as run_train
     from sim.jobs.files import write_json_atomic
-    from sim.jobs.logs import setup_logging
 
-    setup_logging(verbose, quiet)
+    logging_options(verbose, quiet)
     count = _count(n)
     held_out = _count(validation_n, "--validation-n")
+    check_out_file(out)
     if ridge <= 0:
         fail(f"--ridge must be > 0, got {ridge}")
     report = None if quiet else (lambda r, s: typer.echo(
@@ -752,11 +783,10 @@ def solve(
 
     Example: sim solve -n 2000 --time-limit 10
     """
-    from sim.jobs.logs import setup_logging
     from sim.errors import UsageError, parse_count
 
     _check_format(fmt, ("text", "json"))
-    setup_logging(verbose, quiet)
+    logging_options(verbose, quiet)
     how = execution(workers, quiet)
     refuse_with_resume(resume, **{"-n": n, "--seed": seed, "--rule": rule, "--deals": deals,
                                   "--record-deals": record_deals, "--chunk-size": chunk_size, "--out": out,

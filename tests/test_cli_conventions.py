@@ -298,3 +298,44 @@ def test_the_default_validation_seed_after_the_largest_seed_is_0():
 
     assert train(5, seed=largest, rounds=1, validation_n=5).validation_seed == 0
     assert "0 after the largest seed" in " ".join(invoke("train", "-h").stdout.split())
+
+
+@pytest.mark.parametrize("command", ["tune", "train"])
+def test_tune_and_train_check_their_out_file_before_any_work(tmp_path, command):
+    work = ["-n", "10", *SMALL_TUNE, "-w", "1"] if command == "tune" else ["-n", "5", "--rounds", "1", "--validation-n", "5"]
+    (tmp_path / "adir").mkdir()
+    for out, fragment in ((tmp_path / "adir", "is a directory"), (tmp_path / "no" / "w.json", "is not a directory")):
+        r = invoke(command, *work, "-o", out)
+        assert "--out" in one_line_error(r) and fragment in r.stderr, r.stderr
+        assert r.stdout == "" and not (tmp_path / "no").exists()
+
+
+def test_train_example_writes_values_json_not_the_shipped_values():
+    example = [line for line in invoke("train", "-h").stdout.splitlines() if "Example:" in line]
+    assert example == ["  Example: sim train -n 8000 --seed 21 --out values.json"], example
+
+
+QUIET_AND_VERBOSE = {"run": ["-n", "5"], "solve": ["-n", "1"], "compare": ["-p", "greedy", "-p", "random", "-n", "5"],
+                     "sweep": ["--rule", "max_pile=3,4", "-n", "5"], "report": ["nowhere"], "tune": ["-n", "5"],
+                     "train": ["-n", "5"]}
+"""Every command taking --quiet and -v, with just enough arguments to start work."""
+
+
+def test_quiet_and_verbose_contradict_everywhere(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    both = {name for name, c in commands().items() if {"quiet", "verbose"} <= {p.name for p in c.params}}
+    assert both == set(QUIET_AND_VERBOSE)
+    for name, args in QUIET_AND_VERBOSE.items():
+        assert "--quiet and -v contradict" in one_line_error(invoke(name, *args, "-q", "-v")), name
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "-p", "", "-n", "5"], ["run", "-p", " ", "-n", "5"], ["replay", "-p", ""],
+    ["compare", "-p", "greedy", "-p", "", "-n", "5"], ["sweep", "-p", "", "--rule", "max_pile=3,4", "-n", "5"],
+    ["tune", "-p", "", "-n", "5"],
+])
+def test_an_empty_policy_is_a_usage_error(tmp_path, monkeypatch, args):
+    monkeypatch.chdir(tmp_path)
+    assert "--policy '' names no policy" in one_line_error(invoke(*args, "-q"))
+    assert not (tmp_path / "results").exists()
