@@ -390,14 +390,13 @@ def run(
     how = execution(workers, quiet)
     refuse_with_resume(resume, **{"-n": n, "--seed": seed, "--rule": rule, "--deals": deals,
                                   "--record-deals": record_deals, "--chunk-size": chunk_size, "--out": out,
-                                  "--force": force})
+                                  "--force": force, "--policy-arg": policy_arg})
     with library_errors(verbose):
         if resume is not None:
             from sim.jobs.resume import resume as resume_run
 
-            summary = resume_run(resume, policy=policy, policy_args=parse_policy_args(policy_arg) or None,
-                                 workers=workers, progress=how["progress"], notify=how["notify"],
-                                 executor=executor if executor != "local" or scheduler else None,
+            summary = resume_run(resume, policy=policy, workers=workers, progress=how["progress"],
+                                 notify=how["notify"], executor=executor if executor != "local" or scheduler else None,
                                  scheduler=scheduler)
         else:
             if n is None and deals is None:

@@ -94,3 +94,41 @@ def test_policies_lists_the_builtins():
     assert r.exit_code == 0
     assert [line.split()[0] for line in r.stdout.splitlines()][:5] == ["greedy", "random", "heuristic", "lookahead", "rollout"]
     assert "samples=64" in r.stdout
+
+
+PLUGINS = '''
+class NoChoose:
+    pass
+
+
+class Broken:
+    def __init__(self):
+        raise RuntimeError("no table today\\nsecond line")
+
+    def choose(self, position, card):
+        return position.legal_cells()[0]
+'''
+
+
+@pytest.mark.parametrize("attr,fragment", [
+    ("NoChoose", "class NoChoose has no choose(position, card) method"),
+    ("Broken", "constructing Broken failed: RuntimeError: no table today"),
+])
+def test_a_plugin_class_that_cannot_play_is_a_one_line_error_naming_it(tmp_path, monkeypatch, attr, fragment):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "badpol.py").write_text(PLUGINS)
+    for args in (["run", "-p", f"badpol.py:{attr}", "-n", "5", "-w", "1"], ["replay", "-p", f"badpol.py:{attr}"]):
+        r = invoke(*args)
+        assert r.exit_code == 2, r.output  # as a plugin that fails to import
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"Error: policy 'badpol.py:{attr}': "), r.stderr
+        assert fragment in lines[0]
+    assert not (tmp_path / "results").exists()
+
+
+def test_resume_refuses_a_policy_arg(tmp_path):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=200), out=out, workers=1)
+    r = invoke("run", "--resume", str(out), "--policy-arg", "samples=3", "-q")
+    assert r.exit_code == 2, r.output
+    assert r.stderr.strip() == f"Error: --resume {out} takes the run's recorded settings; drop --policy-arg"

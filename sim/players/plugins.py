@@ -248,6 +248,12 @@ def make_python_policy(spec: PolicySpec):
             instance = obj(**spec.arg_dict)
         except TypeError as e:
             raise ValueError(f"policy {spec.name!r}: {e}") from None
+        except Exception as e:
+            message = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
+            raise ValueError(f"policy {spec.name!r}: constructing {obj.__name__} failed: "
+                             f"{type(e).__name__}: {message}") from None
+        if not callable(getattr(instance, "choose", None)):
+            raise ValueError(f"policy {spec.name!r}: class {obj.__name__} has no choose(position, card) method")
         return instance.choose
     if spec.args:
         raise ValueError(f"policy {spec.name!r} is a function and takes no --policy-arg")
