@@ -406,11 +406,18 @@ def run(
 
             summary = run_games(config, out=out, force=force, chunk_size=chunk_size, executor=executor,
                                 scheduler=scheduler, **how)
-    typer.echo(summary_text(summary, fmt))
+    typer.echo(summary_text(summary, fmt, quiet))
 
 
-def summary_text(summary, fmt: str) -> str:
-    """A run's or a solve run's summary as `--format` asks: its text, or its fields as JSON."""
+def summary_text(summary, fmt: str, quiet: bool = False) -> str:
+    """A run's or a solve run's summary as `--format` asks: its text, or its fields as JSON.
+
+    --quiet drops its note (e.g. that the run was complete already): a notice, not a result.
+    """
+    if quiet and getattr(summary, "note", ""):
+        from dataclasses import replace
+
+        summary = replace(summary, note="")
     return json.dumps(summary.to_dict(), indent=2) if fmt == "json" else summary.text()
 
 
@@ -563,7 +570,7 @@ def compare(
             if n is None:
                 fail("-n is required with --policy (e.g. -n 1e6)")
             result = cmp.compare_policies(policy, _count(n), seed=seed, rules=parse_rules(rule),
-                                          policy_args=parse_policy_args(policy_arg), **how)
+                                          policy_args=parse_policy_args(policy_arg), say_reused=not quiet, **how)
         else:
             if n is not None or rule or record_deals or force or workers is not None:
                 fail("-n, --rule, --workers, --force and --record-deals go with --policy, not with run directories")
@@ -611,7 +618,8 @@ def sweep(
         fail("-n is required (e.g. -n 1e5): the games each combination plays")
     with library_errors(verbose):
         axes = sw.parse_sweep_options(rule)
-        result = sw.sweep(policy, _count(n), axes, seed=seed, policy_args=parse_policy_args(policy_arg), **how)
+        result = sw.sweep(policy, _count(n), axes, seed=seed, policy_args=parse_policy_args(policy_arg),
+                          say_reused=not quiet, **how)
     from sim.analysis import html as pages, plots
 
     write_outputs(png, html, lambda: plots.sweep_figures(result),
@@ -833,7 +841,7 @@ def solve(
                                  deals=None if deals is None else str(deals), record_deals=record_deals)
             summary = solve_run(config, out=out, force=force, chunk_size=chunk_size, executor=executor,
                                 scheduler=scheduler, **how)
-    typer.echo(summary_text(summary, fmt))
+    typer.echo(summary_text(summary, fmt, quiet))
 
 
 # --- sim ls (sim/analysis/datasets.py) -------------------------------------------

@@ -115,7 +115,8 @@ def test_a_redirected_stderr_gets_no_bar_and_quiet_silences_notices(tmp_path, mo
     assert "reusing" in loud.stderr and "wrote" in loud.stderr
     quiet = invoke("compare", "-p", "greedy", "-p", "random", "-n", "3000", "--png", tmp_path / "figs", "-q")
     assert quiet.exit_code == 0, quiet.output
-    assert quiet.stderr == "" and quiet.stdout == loud.stdout
+    assert quiet.stderr == "" and "note: reused" in loud.stdout
+    assert quiet.stdout == "".join(line for line in loud.stdout.splitlines(True) if not line.startswith("note: reused"))
 
 
 @pytest.mark.parametrize("job,unit", [("run", "games"), ("solve", "deals")])
@@ -339,3 +340,22 @@ def test_an_empty_policy_is_a_usage_error(tmp_path, monkeypatch, args):
     monkeypatch.chdir(tmp_path)
     assert "--policy '' names no policy" in one_line_error(invoke(*args, "-q"))
     assert not (tmp_path / "results").exists()
+
+
+def test_quiet_drops_the_notes_about_reused_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for p in ("greedy", "random"):
+        assert invoke("run", "-p", p, "-n", "300", "-w", "1", "-q").exit_code == 0
+    out = next(d for d in (tmp_path / "results").iterdir() if d.name.startswith("greedy"))
+    again = {"loud": invoke("run", "-n", "300", "-w", "1", "--out", out),
+             "quiet": invoke("run", "-n", "300", "-w", "1", "--out", out, "-q")}
+    assert "nothing was played" in again["loud"].stdout
+    assert again["quiet"].exit_code == 0 and "nothing was played" not in again["quiet"].stdout
+    assert again["quiet"].stdout.startswith("games ")
+    jobs = {"compare": ["compare", "-p", "greedy", "-p", "random", "-n", "300"],
+            "sweep": ["sweep", "--rule", "max_pile=4", "-n", "300"]}
+    for name, args in jobs.items():
+        loud, quiet = invoke(*args), invoke(*args, "-q")
+        assert loud.exit_code == 0 and quiet.exit_code == 0, (loud.output, quiet.output)
+        assert "note: reused" in loud.stdout, name
+        assert "reused" not in quiet.stdout and quiet.stderr == "", name

@@ -627,12 +627,16 @@ def reuse_notes(made: list[tuple[Path, bool]]) -> list[str]:
     return [f"reused {path}: a complete run with the same settings already there" for path, reused in made if reused]
 
 
-def compare_policies(policies: list[str], n: int, seed: int = 0, rules: Rules | None = None, **run_options) -> Comparison:
-    """Play every policy on the same deals (or reuse those runs) and compare them in pairs."""
+def compare_policies(policies: list[str], n: int, seed: int = 0, rules: Rules | None = None, say_reused: bool = True,
+                     **run_options) -> Comparison:
+    """Play every policy on the same deals (or reuse those runs) and compare them in pairs.
+
+    With `say_reused`, the result's notes say which runs were reused (a notice: `--quiet` leaves it out).
+    """
     if len(policies) < 2:
         raise UsageError("give at least two --policy to compare")
     if len(set(policies)) < len(policies):
         raise UsageError("a --policy is given twice")
     rules = rules or Rules()
     made = make_runs([(p, rules) for p in policies], n, seed, **run_options)
-    return compare_runs([path for path, _ in made], notes=reuse_notes(made))
+    return compare_runs([path for path, _ in made], notes=reuse_notes(made) if say_reused else ())

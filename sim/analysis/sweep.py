@@ -141,8 +141,11 @@ class Sweep:
 
 
 def sweep(policy: str, n: int, option_values: list[tuple[str, list[str]]], seed: int = 0,
-          base_rules: Rules | None = None, **run_options) -> Sweep:
-    """One run per combination of option values, all on the same deals; their win rates and mean scores."""
+          base_rules: Rules | None = None, say_reused: bool = True, **run_options) -> Sweep:
+    """One run per combination of option values, all on the same deals; their win rates and mean scores.
+
+    With `say_reused`, the notes say which runs were reused (a notice: `--quiet` leaves it out; `reused` stays).
+    """
     base = (base_rules or Rules()).as_dict()
     combos = combinations(option_values)
     try:
@@ -158,4 +161,4 @@ def sweep(policy: str, n: int, option_values: list[tuple[str, list[str]]], seed:
                              mean_score=r.score_mean, mean_score_low=r.score_mean_low,
                              mean_score_high=r.score_mean_high, reused=reused))
     return Sweep(policy=policy, n=n, seed=seed, options=tuple(k for k, _ in option_values), rows=tuple(rows),
-                 notes=tuple(reuse_notes(made)))
+                 notes=tuple(reuse_notes(made)) if say_reused else ())
