@@ -352,10 +352,12 @@ def test_a_manifest_edited_to_other_settings_disagrees_with_its_parts(tmp_path):
         path.write_text(json.dumps({**m, key: value}))
         line = one_line_error(cli.invoke(app, ["report", str(out)]), 1)
         assert "part-00000.parquet" in line and f"{key} " in line
-    # A resume under the edited settings plays every part again: no run mixes two policies.
+    # Nor is it resumed: its rows would mix two policies.
+    (out / "games" / "part-00001.parquet").unlink()
     path.write_text(json.dumps({**m, "policy": "random", "status": "incomplete"}))
-    sim.resume(out, workers=1)
-    assert games_of(out).equals(reference_rows(tmp_path, policy="random", n=2000, seed=5))
+    line = one_line_error(cli.invoke(app, ["run", "--resume", str(out), "-w", "1"]), 1)
+    assert "part-00000.parquet" in line and "policy greedy" in line
+    assert not (out / "games" / "part-00001.parquet").exists()
 
 
 def test_stray_files_in_games_are_ignored_with_a_warning(tmp_path, caplog):
@@ -460,6 +462,22 @@ def test_a_manifest_of_the_wrong_shape_is_a_one_line_error(tmp_path):
             r = cli.invoke(app, list(map(str, args)))
             assert r.exit_code in (1, 2), r.output
             one_line_error(r, r.exit_code)
+
+
+def test_a_manifest_with_a_field_edited_to_nonsense_is_a_one_line_error(tmp_path):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
+    path = out / "manifest.json"
+    m = json.loads(path.read_text())
+    edits = {"format_version": "2", "kind": "solve", "chunk_size": 0, "n": -5, "sessions": "x",
+             "policy_args": [1], "part_info": {**m["part_info"], "part-00004.parquet": "x"}}
+    for key, value in edits.items():
+        path.write_text(json.dumps({**m, key: value, "status": "incomplete"}))
+        for args in (["run", "--resume", out, "-w", "1", "-q"], ["report", out]):
+            r = cli.invoke(app, list(map(str, args)))
+            assert r.exit_code in (1, 2), (key, r.output)
+            one_line_error(r, r.exit_code)
+        assert len(list((out / "games").iterdir())) == 5, "a refused resume leaves the parts alone"
 
 
 @pytest.mark.slow  # compiles two plugins, uncached

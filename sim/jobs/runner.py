@@ -211,6 +211,24 @@ def is_manifest(m) -> bool:
     return shaped and (m.get("format") == FORMAT or "deal_algorithm" in m)
 
 
+def _manifest_problem(m: dict) -> str | None:
+    """What makes a manifest's fields unusable (hand-edited, say), beyond `is_manifest`'s shape; None when none."""
+    if not isinstance(m.get("format_version", 0), int) or isinstance(m.get("format_version"), bool):
+        return f"format_version {m.get('format_version')!r} is not a whole number"
+    if m.get("kind", "run") not in ("run", "solve"):
+        return f"kind {m.get('kind')!r} is neither run nor solve"
+    if m["n"] < 1 or m["chunk_size"] < 1:
+        return f"n {m['n']} and chunk_size {m['chunk_size']} must be at least 1"
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in m["parts"].values()):
+        return "parts must give each part's number of rows"
+    if not all(isinstance(v, dict) for v in (m.get("part_info") or {}).values()):
+        return "part_info must give each part's rows, games and SHA-256"
+    for key, kind in (("sessions", list), ("policy_args", dict), ("files", dict), ("started", str)):
+        if m.get(key) is not None and not isinstance(m[key], kind):
+            return f"{key} is not a {kind.__name__}"
+    return None
+
+
 def read_manifest(run_dir: Path) -> dict:
     """The run directory's manifest; UsageError when there is none or it is not a run's, RunError when unreadable."""
     path = Path(run_dir) / MANIFEST
@@ -222,8 +240,12 @@ def read_manifest(run_dir: Path) -> dict:
         raise RunError(f"cannot read {path}: {e}") from None
     if not is_manifest(m):
         raise UsageError(f"{path} is not the manifest of a foursquare-sim run")
-    if m.get("format") == FORMAT and m.get("format_version", 0) > FORMAT_VERSION:
+    if (m.get("format") == FORMAT and isinstance(m.get("format_version", 0), int)
+            and m.get("format_version", 0) > FORMAT_VERSION):
         raise UsageError(f"{path} was written by a newer foursquare-sim (format {m.get('format_version')})")
+    problem = _manifest_problem(m)
+    if problem:
+        raise RunError(f"{path} is damaged: {problem}")
     return m
 
 
@@ -396,7 +418,8 @@ def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> d
     """Parts already on disk that a resume can keep: listed with the same digest, or checked game by game.
 
     The directory is listed once. A part whose digest differs from the
-    manifest's, or whose games are not its chunk's, is played again.
+    manifest's, or whose games are not its chunk's, is played again; a
+    listed part that disagrees with the manifest's settings is a RunError.
     """
     games_dir = run_dir / GAMES
     recorded = (m or {}).get("part_info") or {}
@@ -412,9 +435,8 @@ def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> d
                 log.warning("%s differs from the part this run wrote: playing it again", path)
                 continue
             problem = _metadata_problem(path, k, m)
-            if problem:
-                log.warning("%s: playing it again", problem)
-                continue
+            if problem:  # the part is the one listed, so the manifest's settings were changed after it
+                raise RunError(f"{problem}: the manifest was changed after its parts were written; not resuming")
             kept[name] = info
             continue
         problem = _metadata_problem(path, k, m or {}) or _part_problem(path, k, n, chunk_size)
