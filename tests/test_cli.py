@@ -1,6 +1,7 @@
 """The command line through Typer's CliRunner: output, help, exit codes."""
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -132,3 +133,21 @@ def test_resume_refuses_a_policy_arg(tmp_path):
     r = invoke("run", "--resume", str(out), "--policy-arg", "samples=3", "-q")
     assert r.exit_code == 2, r.output
     assert r.stderr.strip() == f"Error: --resume {out} takes the run's recorded settings; drop --policy-arg"
+
+
+def test_ls_lists_runs_with_damaged_manifests_as_damaged(tmp_path):
+    for name in ("good", "started", "bad", "list"):
+        sim.run(sim.RunConfig(n=50), out=tmp_path / name, workers=1)
+    started = tmp_path / "started" / "manifest.json"
+    started.write_text(json.dumps({**json.loads(started.read_text()), "started": 5}))
+    (tmp_path / "bad" / "manifest.json").write_text("{bad")
+    (tmp_path / "list" / "manifest.json").write_text("[]")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "manifest.json").write_text('{"name": "someone else\'s"}')
+    r = invoke("ls", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    status = {line.split()[0]: line.split()[6] for line in r.stdout.splitlines()[2:] if line.split()[0] != "A"}
+    assert status == {"bad": "damaged", "good": "complete", "list": "damaged", "started": "damaged"}, r.stdout
+    runs = {Path(run["path"]).name: run for run in json.loads(invoke("ls", str(tmp_path), "-f", "json").stdout)["runs"]}
+    assert runs["started"]["policy"] == "greedy" and "started is 5" in runs["started"]["problem"]
+    assert "cannot read manifest.json" in runs["bad"]["problem"] and "JSON list" in runs["list"]["problem"]

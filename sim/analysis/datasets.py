@@ -117,17 +117,17 @@ class RunListing:
     path: str
     """The run directory."""
     kind: str
-    """run (games of a policy) or solve (deals solved by `sim solve`)."""
+    """run (games of a policy) or solve (deals solved by `sim solve`); "-" when the manifest is unreadable."""
     policy: str
     """The policy (a solve run: "solver" with its mode and limits)."""
-    n: int
-    """Games (or deals) the run was asked for."""
-    seed: int
-    """Seed of the deals."""
+    n: int | None
+    """Games (or deals) the run was asked for (None when the manifest is unreadable)."""
+    seed: int | None
+    """Seed of the deals (None when the manifest is unreadable)."""
     rules: dict
     """Rule options."""
     status: str
-    """complete, incomplete, or damaged (a part is missing or wrong: see `problem`)."""
+    """complete, incomplete, or damaged (a part or the manifest is missing or wrong: see `problem`)."""
     done: int
     """Games (or deals) in its verified parts."""
     rate: float | None
@@ -151,7 +151,21 @@ def _solve_policy(m: dict) -> str:
     return "solver (" + ", ".join(["first win" if opts.get("first_win") else "best score", *limits]) + ")"
 
 
+def _damaged(run_dir: Path, problem: str) -> RunListing:
+    """The listing of a run whose manifest cannot be read."""
+    return RunListing(path=str(run_dir), kind="-", policy="-", n=None, seed=None, rules={}, status="damaged",
+                      done=0, rate=None, rate_high=None, started=None, problem=problem)
+
+
 def _listing(run_dir: Path, m: dict) -> RunListing:
+    """What `sim ls` shows of a run; a manifest field of the wrong type lists it as damaged."""
+    try:
+        return _checked_listing(run_dir, m)
+    except (TypeError, ValueError, AttributeError, KeyError) as e:
+        return _damaged(run_dir, f"{MANIFEST}: {e}")
+
+
+def _checked_listing(run_dir: Path, m: dict) -> RunListing:
     kind = m.get("kind", "run")
     status, problem, done, rate, rate_high = m.get("status", "unknown"), None, 0, None, None
     try:
@@ -167,18 +181,36 @@ def _listing(run_dir: Path, m: dict) -> RunListing:
             rate = int(row[1] or 0) / done if done else None
     except (RunError, pl.exceptions.PolarsError, OSError) as e:
         status, problem = "damaged", str(e)
+    started = m.get("started")
+    if started is not None and not _is_iso(started):
+        status, problem, started = "damaged", problem or f"{MANIFEST}: started is {started!r}, not an ISO time", None
     return RunListing(path=str(run_dir), kind=kind, policy=_solve_policy(m) if kind == "solve" else str(m.get("policy")),
                       n=int(m.get("n", 0)), seed=int(m.get("seed", 0)), rules=dict(m.get("rules") or {}),
-                      status=status, done=done, rate=rate, rate_high=rate_high, started=m.get("started"),
+                      status=status, done=done, rate=rate, rate_high=rate_high, started=started,
                       problem=problem)
 
 
-def _manifest_of(path: Path) -> dict | None:
-    """The run manifest in `path`, or None when it holds no run of this project."""
+def _is_iso(text) -> bool:
+    """Is `text` an ISO time (as a manifest's "started")?"""
     try:
-        m = json.loads((path / MANIFEST).read_text())
-    except (OSError, ValueError):
+        datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _manifest_of(path: Path) -> dict | str | None:
+    """The run manifest in `path`; None when it holds no run of this project (no manifest, or someone
+    else's JSON object); the problem, as text, when the manifest is unreadable or no JSON object."""
+    file = path / MANIFEST
+    if not file.is_file():
         return None
+    try:
+        m = json.loads(file.read_text())
+    except (OSError, ValueError) as e:
+        return f"cannot read {MANIFEST}: {e}"
+    if not isinstance(m, dict):
+        return f"{MANIFEST} holds a JSON {type(m).__name__}, not an object"
     return m if is_manifest(m) else None
 
 
@@ -187,7 +219,8 @@ def list_runs(root: str | Path = "results", depth: int = 3) -> list[RunListing]:
 
     A folder holding a run is listed and not searched further; folders with
     no run of this project (no manifest, or someone else's) are searched
-    but never listed; hidden folders are skipped. UsageError when `root` is
+    but never listed; a manifest that is no JSON object, or whose fields
+    have the wrong types, is listed as damaged; hidden folders are skipped. UsageError when `root` is
     not a directory.
     """
     root = Path(root)
@@ -198,7 +231,7 @@ def list_runs(root: str | Path = "results", depth: int = 3) -> list[RunListing]:
     def visit(path: Path, level: int) -> None:
         m = _manifest_of(path)
         if m is not None:
-            found.append(_listing(path, m))
+            found.append(_damaged(path, m) if isinstance(m, str) else _listing(path, m))
             return
         if level >= depth:
             return
@@ -219,8 +252,8 @@ def _date(iso: str | None) -> str:
         return "-"
     try:
         return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
-    except ValueError:
-        return iso
+    except (TypeError, ValueError):
+        return str(iso)
 
 
 def listing_table(runs: list[RunListing], root: str | Path | None = None) -> Table:
@@ -242,7 +275,8 @@ def listing_table(runs: list[RunListing], root: str | Path | None = None) -> Tab
             return f"{fmt_pct(r.rate, d)} .. {fmt_pct(r.rate_high, d)}"
         return fmt_pct(r.rate, d)
 
-    rows = tuple((name(r), r.kind, r.policy, fmt_int(r.n), str(r.seed), rules_text(r.rules), status(r), rate(r),
+    rows = tuple((name(r), r.kind, r.policy, fmt_int(r.n), "-" if r.seed is None else str(r.seed),
+                  "-" if r.kind == "-" else rules_text(r.rules), status(r), rate(r),
                   _date(r.started)) for r in runs)
     return Table("", ("run", "kind", "policy", "n", "seed", "rules", "status", "win rate / winnable", "started"),
                  rows, align="lllrrllrl",
