@@ -464,6 +464,15 @@ def test_a_manifest_of_the_wrong_shape_is_a_one_line_error(tmp_path):
             one_line_error(r, r.exit_code)
 
 
+def test_resuming_a_complete_run_plays_nothing_and_changes_nothing(tmp_path):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
+    before = {p.name: p.read_bytes() for p in [out / "manifest.json", *(out / "games").iterdir()]}
+    r = cli.invoke(app, ["run", "--resume", str(out), "-w", "1"])
+    assert r.exit_code == 0 and "nothing was played" in r.output, r.output
+    assert {p.name: p.read_bytes() for p in [out / "manifest.json", *(out / "games").iterdir()]} == before
+
+
 def test_a_manifest_with_a_field_edited_to_nonsense_is_a_one_line_error(tmp_path):
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)

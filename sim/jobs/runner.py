@@ -809,5 +809,10 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
         remove_temp_files(run_dir)
         p = _Progress(chosen, chunk_size, m.get("command", ""), m.get("sessions", []),
                       _verified_parts(run_dir, m, config.n, chunk_size))
+        if m.get("status") == "complete" and len(p.parts) == chunk_count(config.n, chunk_size):
+            # Nothing to play: no session of 0 games is added (it would change the run's recorded speed).
+            summary = job.summarize(run_dir, float(m.get("seconds") or 0.0), config.n, "complete")
+            return replace(summary, note=f"{run_dir} is complete: nothing was played "
+                                         f"(the figures below are that run's).")
         _warm(job, config, decks is not None, f"sim {job.command} --resume {run_dir}", notify)
         return _execute(job, config, run_dir, p, progress, decks)
