@@ -254,6 +254,20 @@ def check_out_file(out: Path | None) -> None:
         fail(f"--out {out} is not writable")
 
 
+def check_scheduler(executor: str, scheduler: str | None) -> None:
+    """--scheduler goes with --executor dask and is a Dask address; checked before anything is created."""
+    from sim.jobs.executors import ExecutorError, check_scheduler as check_address
+
+    if scheduler is None:
+        return
+    if executor != "dask":
+        fail("--scheduler goes with --executor dask")
+    try:
+        check_address(scheduler)
+    except ExecutorError as e:
+        fail(str(e))
+
+
 def execution(workers: int | None, quiet: bool, **options) -> dict:
     """The keyword arguments of how a job runs, shared by run, solve, compare and sweep."""
     check_workers(workers)
@@ -387,6 +401,7 @@ def run(
     _check_format(fmt, ("text", "json"))
     logging_options(verbose, quiet)
     check_policy(policy)
+    check_scheduler(executor, scheduler)
     how = execution(workers, quiet)
     refuse_with_resume(resume, **{"-n": n, "--seed": seed, "--rule": rule, "--deals": deals,
                                   "--record-deals": record_deals, "--chunk-size": chunk_size, "--out": out,
@@ -794,6 +809,7 @@ def solve(
 
     _check_format(fmt, ("text", "json"))
     logging_options(verbose, quiet)
+    check_scheduler(executor, scheduler)
     how = execution(workers, quiet)
     refuse_with_resume(resume, **{"-n": n, "--seed": seed, "--rule": rule, "--deals": deals,
                                   "--record-deals": record_deals, "--chunk-size": chunk_size, "--out": out,

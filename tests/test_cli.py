@@ -151,3 +151,24 @@ def test_ls_lists_runs_with_damaged_manifests_as_damaged(tmp_path):
     runs = {Path(run["path"]).name: run for run in json.loads(invoke("ls", str(tmp_path), "-f", "json").stdout)["runs"]}
     assert runs["started"]["policy"] == "greedy" and "started is 5" in runs["started"]["problem"]
     assert "cannot read manifest.json" in runs["bad"]["problem"] and "JSON list" in runs["list"]["problem"]
+
+
+def test_a_scheduler_address_is_checked_before_anything_is_made(tmp_path, monkeypatch):
+    pytest.importorskip("distributed")
+    from sim.jobs.executors import check_scheduler
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    for address in ("tcp://10.0.0.5:8786", "10.0.0.5:8786", "tls://host:1", "[::1]:8786", "tcp://[::1]:8786"):
+        assert check_scheduler(address) == address  # the forms Dask takes; nothing is contacted
+    for address in ("notaurl", "tcp://host", "host:port", "http://host:8786", "::1:8786", "host:0", "tcp://:8786"):
+        r = invoke("run", "--executor", "dask", "--scheduler", address, "-n", "20", "-o", "X")
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1, (address, r.output)
+        assert r.stderr.startswith(f"Error: --scheduler {address!r} is not a Dask scheduler address"), r.stderr
+    for command in (["run", "-n", "20", "-o", "X"], ["solve", "-n", "2", "-o", "X"]):
+        r = invoke(*command, "--scheduler", "tcp://10.0.0.5:8786")
+        assert r.exit_code == 2 and r.stderr == "Error: --scheduler goes with --executor dask\n", r.output
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "notaurl")
+    r = invoke("run", "--executor", "dask", "-n", "20", "-o", "X")
+    assert r.exit_code == 2 and r.stderr.startswith("Error: DASK_SCHEDULER_ADDRESS 'notaurl' is not"), r.output
+    assert list(tmp_path.iterdir()) == []

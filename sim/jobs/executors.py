@@ -48,6 +48,29 @@ class Executor:
         return run_dask(fn, tasks, self.scheduler, warm)
 
 
+SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+"""The schemes of a Dask scheduler address reachable from another process (tcp when none is given)."""
+
+
+def check_scheduler(address: str, given_as: str = "--scheduler") -> str:
+    """A Dask scheduler address as Dask takes it, [SCHEME://]HOST:PORT (e.g. tcp://10.0.0.5:8786, [::1]:8786);
+    ExecutorError otherwise, before anything tries to connect."""
+    scheme, sep, where = address.partition("://")
+    if not sep:
+        scheme, where = "tcp", address
+    if where.startswith("["):  # an IPv6 host: [::1]:8786
+        host, _, rest = where[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    else:
+        host, _, port = where.rpartition(":")
+        host = "" if ":" in host else host  # an IPv6 host goes in brackets
+    host = "" if any(c.isspace() for c in host) else host
+    if scheme not in SCHEMES or not host or not (port.isdigit() and 0 < int(port) < 65536):
+        raise ExecutorError(f"{given_as} {address!r} is not a Dask scheduler address: give [SCHEME://]HOST:PORT, "
+                            f"e.g. tcp://HOST:8786 (schemes: {', '.join(SCHEMES)})")
+    return address
+
+
 def make_executor(kind: str = "local", workers: int | None = None, scheduler: str | None = None) -> Executor:
     """Check the choice up front: a one-line error says what is wrong or what to install."""
     if kind not in EXECUTORS:
@@ -59,10 +82,11 @@ def make_executor(kind: str = "local", workers: int | None = None, scheduler: st
         import distributed  # noqa: F401
     except ImportError:
         raise ExecutorError(f"--executor dask needs dask.distributed: {INSTALL_HINT}") from None
+    given_as = "--scheduler" if scheduler else SCHEDULER_ENV
     scheduler = scheduler or os.environ.get(SCHEDULER_ENV)
     if not scheduler:
         raise ExecutorError(f"--executor dask needs --scheduler tcp://HOST:8786 (or {SCHEDULER_ENV})")
-    return Executor("dask", workers, scheduler)
+    return Executor("dask", workers, check_scheduler(scheduler, given_as))
 
 
 def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | None = None) -> Iterator:
