@@ -57,6 +57,7 @@ ENDGAME_CARDS = 8
 (measured against 5, 6 and 7 in docs/solver.md)."""
 ENDGAME_AT = SEEN_AT + (MAX_DEPTH + 1) * LINES
 ENDGAME_MAX = 8  # `_endgame` takes at most this many cards
+NO_CAP = 1 << 62  # `_endgame` with no budget
 ENDGAME_WORK = 15 * ENDGAME_MAX
 SPANS = 128  # `_firing_lines`' table per turn: index lo * 11 + hi of a line's rank span
 FIRES_AT = ENDGAME_AT + ENDGAME_WORK
@@ -512,9 +513,10 @@ def _need(state, rules, target, slack, ranks, slack_parity, lines_seen, fires, t
 
 
 @njit(cache=True, inline="always")
-def _endgame(state, rules, deck, t, k, line, work, lines_seen, to_come, fires):
+def _endgame(state, rules, deck, t, k, line, work, lines_seen, to_come, fires, cap):
     """Is there a win in exactly `k` more cards, each opening a pile inside the full box?
-    Returns (won, placements tried); a win's cells go to line[t : t+k].
+    Returns (won, placements tried); a win's cells go to line[t : t+k]. It tries `cap`
+    placements at most: (False, -1) when it would need more (nothing written).
 
     Rule 5 (docs/solver.md): with no slack and a box that already
     spans `grid` rows and columns, every card to come opens a pile on one
@@ -572,6 +574,8 @@ def _endgame(state, rules, deck, t, k, line, work, lines_seen, to_come, fires):
         if (col & ge) == 0 or (col & le) == 0:
             turn |= col
         nd = down[j] ^ turn
+        if tried >= cap:
+            return False, -1  # past the node budget: undecided
         tried += 1
         if K.popcount(nd) > max_fd:
             continue  # rule 1
@@ -771,6 +775,9 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
                node_keys, tabled, tt_keys, tt_info, scratch, codes):
     """Run the depth-first search until it ends or `ctl[CTL_NODES]` reaches `budget`.
 
+    It never passes `budget`: a node whose endgame (rule 5, whose placements
+    count as nodes) would pass it is left untried, and the search stops
+    before it, still running, with fewer nodes than `budget`.
     Everything the search needs to go on is in the arrays, so calling again
     with a larger budget continues exactly where it stopped. A win before
     the limit is copied to `best_line`; then the search stops
@@ -868,7 +875,16 @@ def search_run(deck, rules, budget, ctl, states, moves, nmoves, nexts, line, bes
                 and child[K.MAX_COL] - child[K.MIN_COL] + 1 == grid:
             # Rule 5: the last cards, each on an empty cell of the box, by `_endgame`.
             k = target - child[K.PILES]
-            won, tried = _endgame(child, rules, deck, t, k, line, endgame_work, seen[t], to_come, fires)
+            won, tried = _endgame(child, rules, deck, t, k, line, endgame_work, seen[t], to_come, fires,
+                                  budget - nodes)
+            if tried < 0:
+                # Its placements would pass the budget: this node is not counted, and the search
+                # stops before it (a call with a larger budget searches it, from scratch), so no
+                # search ever tries more nodes than its budget (a node limit is a bound).
+                nodes -= 1
+                nexts[d] -= 1
+                profile[t, sb, PROF_NODES] -= 1
+                break
             nodes += tried
             if won:
                 best_line[:] = -1
@@ -966,7 +982,7 @@ def endgame_line(state, rules, deck, t, limit, use_ranks=K.DECK_SIZE):
     seen = _tops_seen(state)
     work = np.zeros(ENDGAME_WORK, np.int64)
     line = np.full(K.DECK_SIZE + 1, -1, np.int64)
-    won, _ = _endgame(state, rules, deck, t, k, line, work, seen, to_come, fires)
+    won, _ = _endgame(state, rules, deck, t, k, line, work, seen, to_come, fires, NO_CAP)
     return won, line[t:t + k].copy()
 
 

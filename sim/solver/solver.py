@@ -70,6 +70,9 @@ class SolveResult:
     ruled_out: tuple[int, ...] = ()
     """Card counts beyond the bound with no win of exactly that many cards (`sim.solver.sat`): the bound
     goes up through them when a split solve's levels reach them. Not a column of `sim solve`'s rows."""
+    out_of_nodes: bool = False
+    """The node limit stopped the search (its nodes reached the limit, or its next node needed more than were
+    left): how a split solve knows its serial phase was cut short. Not a column of `sim solve`'s rows."""
 
 
 DEFAULT_TT_BITS = 21
@@ -130,7 +133,12 @@ class _Search:
             self.ctl[CTL_LIMIT] = limit
 
     def run(self, deck, rules, nodes, deadline, tt_keys, tt_info, rate):
-        """Search `nodes` more nodes at most (fewer if it ends or the deadline passes)."""
+        """Search `nodes` more nodes at most (fewer if it ends or the deadline passes, or when the next
+        node's endgame would pass them: `search_run`).
+
+        Where it stops is a function of the nodes alone, not of the slices: a
+        slice too short for the next node's endgame is followed by a longer one.
+        """
         ctl = self.ctl
         stop = int(ctl[CTL_NODES]) + nodes
         slice_nodes = 2_000
@@ -139,11 +147,17 @@ class _Search:
                 break
             n0 = int(ctl[CTL_NODES])
             s0 = time.perf_counter()
-            search_run(deck, rules, min(stop, n0 + slice_nodes), ctl, self.states, self.moves, self.nmoves,
+            end = min(stop, n0 + slice_nodes)
+            search_run(deck, rules, end, ctl, self.states, self.moves, self.nmoves,
                        self.nexts, self.line, self.best_line, self.node_keys, self.tabled, tt_keys, tt_info,
                        self.scratch, self.codes)
             done = int(ctl[CTL_NODES]) - n0
             self.nodes += done
+            if ctl[CTL_STATUS] == RUNNING and ctl[CTL_NODES] < end:  # the next node's endgame needs more
+                if end == stop:
+                    break  # than the budget left: the search stops before that node
+                slice_nodes *= 4  # than the slice left
+                continue
             dt = time.perf_counter() - s0
             if dt > 0 and done > 1000:
                 rate[0] = 0.5 * rate[0] + 0.5 * done / dt
@@ -204,6 +218,7 @@ class Solver:
             best, best_moves = greedy, tuple(int(c) for c in self.scratch_moves[:greedy])
         proven_floor = floor  # no win comes before this turn
         lost = False
+        out_of_nodes = False  # the node limit stopped the search
 
         def settled():
             return lost or (best and (first_win or best <= proven_floor))
@@ -272,8 +287,12 @@ class Solver:
             if not sat_asked and used() >= SAT_AFTER:  # the node limit may have come too
                 ask_sat()
                 continue
-            if used() >= cap or (deadline is not None and time.perf_counter() >= deadline):
+            if used() >= cap:
+                out_of_nodes = True
                 break
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+            before = used()
             active = [x for x in anys if x.status == RUNNING]
             if best and not first_win:
                 for x in active:  # only better wins are wanted now (branch and bound)
@@ -316,6 +335,9 @@ class Solver:
                             start_least(level)
             if not least_on and not any(x.status == RUNNING for x in anys):
                 break
+            if used() == before and round_nodes >= cap - used():
+                out_of_nodes = True  # each search's next node has an endgame (rule 5) that needs more
+                break  # than the nodes left
             round_nodes *= 2
         ruled_out = tuple(sorted(c for c in ruled_out if c > proven_floor))
         seconds = time.perf_counter() - t0
@@ -323,10 +345,10 @@ class Solver:
         bound = K.DECK_SIZE - proven_floor  # no win comes before turn proven_floor
         if best:
             return SolveResult("won", K.DECK_SIZE - best, bool(best <= proven_floor), nodes, seconds, best_moves,
-                               max(bound, K.DECK_SIZE - best), ruled_out)
+                               max(bound, K.DECK_SIZE - best), ruled_out, out_of_nodes)
         if lost:
             return SolveResult("lost", None, False, nodes, seconds, None, None)
-        return SolveResult("unresolved", None, False, nodes, seconds, None, bound)
+        return SolveResult("unresolved", None, False, nodes, seconds, None, bound, out_of_nodes=out_of_nodes)
 
 
 @dataclass(frozen=True)
@@ -423,12 +445,29 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
         raise ValueError(f"split_after must be a whole number of nodes (0: never split), not {split_after!r}")
     if sat_conflicts is not None and (isinstance(sat_conflicts, bool) or int(sat_conflicts) < 0):
         raise ValueError(f"sat_conflicts must be a whole number of conflicts (0: never ask), not {sat_conflicts!r}")
+    for name, value in (("node_limit", node_limit), ("split_after", split_after), ("sat_conflicts", sat_conflicts)):
+        if value is not None and value > MAX_COUNT:
+            raise ValueError(too_large(name, value))
     split = (default_split_after(time_limit) if split_after is None else int(split_after)) or None
     return solve_split(shared_solver(), cards, rules, first_win=bool(first_win),
                        sat_conflicts=int(sat_conflicts or 0),
                        node_limit=None if node_limit is None else int(node_limit), time_limit=time_limit,
                        horizon=int(horizon), use_tt=bool(transpositions), use_sym=bool(symmetry), use_ranks=bool(rank_parity),
                        use_endgame=bool(endgame), use_slack_parity=bool(slack_parity), split_after=split)
+
+
+MAX_COUNT = 10**12
+"""The most a node limit, split threshold or SAT conflict budget may be (as the oracle's nodes): days of
+search per deal, and far from the 64-bit counters."""
+
+
+def too_large(name: str, value) -> str:
+    """The message for a count above MAX_COUNT (a number of many digits shown by its magnitude)."""
+    try:
+        shown = str(int(value)) if value < 1e15 else f"{value:.3g}"
+    except OverflowError:  # beyond a float's range
+        shown = f"a number of {len(str(int(value)))} digits"
+    return f"{name} must be at most 1e12, not {shown}"
 
 
 # --- the split schedule: one hard deal's search shared between workers ----------------------------------------
@@ -622,6 +661,7 @@ class SplitSolve:
         self.open: list[tuple[tuple[int, ...], ...]] | None = None  # this level's tasks still to search
         self.budget = SPLIT_FIRST_ROUND
         self.rounds = 0
+        self.issued = 0  # how many of `open` the last `tasks` handed out (the node limit may hold some back)
         self.stopped = False  # a node or time limit ended the schedule
 
     @staticmethod
@@ -629,7 +669,7 @@ class SplitSolve:
         """Does a deal whose serial solve (with node_limit min(node_limit, split_after)) gave `first` go on split?"""
         if split_after is None or (node_limit is not None and node_limit <= split_after):
             return False
-        if first.nodes < split_after:  # it ended by itself or by the clock
+        if not first.out_of_nodes:  # it ended by itself or by the clock
             return False
         if first.outcome == "lost" or (first.outcome == "won" and (first_win or first.proven_best)):
             return False
@@ -655,17 +695,23 @@ class SplitSolve:
             if not self.open:  # every line is cut before the split depth
                 self._level_finished()
                 return self.tasks()
-        budget = self.budget
+        budgets = [self.budget] * len(self.open)
         if self.cap is not None:
-            budget = min(budget, (self.cap - self.nodes) // len(self.open))
-            if budget < 1:
+            # The node limit bounds the round: its tasks get their budgets in the schedule's order
+            # until the nodes left run out (the tasks after wait for a later round).
+            left, budgets = self.cap - self.nodes, []
+            while len(budgets) < len(self.open) and left > 0:
+                budgets.append(min(self.budget, left))
+                left -= budgets[-1]
+            if not budgets:
                 self.stopped = True
                 return []
+        self.issued = len(budgets)
         deck = tuple(int(c) for c in self.deck)
         return [SubtreeTask(deck, self.rules, paths, self.level, budget, use_tt=self.use_tt, use_sym=self.use_sym,
                             use_ranks=self.use_ranks, use_endgame=self.use_endgame,
                             use_slack_parity=self.use_slack_parity, deadline=self.deadline)
-                for paths in self.open]
+                for paths, budget in zip(self.open, budgets)]
 
     def record(self, results: list[SubtreeResult]) -> None:
         """Take a round's results in the order of its tasks: all of them, or up to its first win (`RoundResults`)."""
@@ -679,8 +725,13 @@ class SplitSolve:
             return
         if any(x.status == "open" for x in results) and self.deadline is not None and time.time() >= self.deadline:
             self.stopped = True
-        # What the unfinished tasks did not search is the next round's tasks, with more nodes each.
-        self.open = _next_tasks([x.frontier for x in results if x.status == "open"])
+        if not any(x.nodes for x in results):
+            # No task could take a step: the next node of each has an endgame (rule 5) that needs more
+            # than its budget, which the node limit leaves as it is, so the limit ends the schedule.
+            self.stopped = True
+        # What the unfinished tasks did not search, then the tasks the node limit left for later (in the
+        # schedule's order), are the next round's tasks, with more nodes each.
+        self.open = _next_tasks([x.frontier for x in results if x.status == "open"] + self.open[self.issued:])
         if not self.open:
             self._level_finished()
         else:
