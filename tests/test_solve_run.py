@@ -97,6 +97,23 @@ def test_cli_solve_report_and_errors(tmp_path):
         assert r.exit_code == 2, (bad, r.output)
 
 
+def test_counts_above_1e12_are_refused_before_a_run_is_named(tmp_path, monkeypatch):
+    # --node-limit 1e99 used to run, in results/solve-seed0-n5-node_limit9999...056 (100 digits).
+    monkeypatch.chdir(tmp_path)
+    cli = CliRunner()
+    for flag, value in (("--node-limit", "1e99"), ("--split-after", "1e30"), ("--sat-conflicts", "1e30"),
+                        ("--node-limit", "1000000000001"), ("--node-limit", "1" + "0" * 400)):
+        r = cli.invoke(app, ["solve", "-n", "5", flag, value, "-q"])
+        assert r.exit_code == 2, (flag, value, r.output)
+        assert r.output.startswith(f"Error: {flag} must be at most 1e12, not ") and r.output.count("\n") == 1
+    assert not (tmp_path / "results").exists()
+    with pytest.raises(ValueError, match="at most 1e12"):
+        sim.solve(sim.deal(0, 0), node_limit=10**12 + 1)
+    ok = cli.invoke(app, ["solve", "-n", "1", "--node-limit", "1e12", "--split-after", "1e12", "-w", "1", "-q"])
+    assert ok.exit_code == 0, ok.output
+    assert (tmp_path / "results" / "solve-seed0-n1-node_limit1000000000000-split_after1000000000000").is_dir()
+
+
 def test_sat_questions_are_on_by_default_in_best_score_mode_only():
     # The manifest records the budget only where questions are asked, so runs without them (first-win
     # runs, --sat-conflicts 0, runs from before SAT) keep their options; the name says a non-default one.

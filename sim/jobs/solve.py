@@ -47,7 +47,8 @@ from sim.players.api import to_compile, warm_up
 from sim.players.oracle import warm_up_solver
 from sim.jobs.pool import WAIT
 from sim.solver.solver import (
-    OUTCOMES, SAT_CONFLICTS, SPLIT_AFTER, RoundResults, default_split_after, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
+    MAX_COUNT, OUTCOMES, SAT_CONFLICTS, SPLIT_AFTER, RoundResults, default_split_after, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
+    too_large,
 )
 from sim.stats import wilson
 
@@ -611,6 +612,9 @@ def solve_run(config: SolveConfig, *, out: str | Path | None = None, force: bool
     k = config.split_threshold()
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise UsageError(f"split_after must be a whole number of nodes (0: never split), not {k!r}", "split_after")
+    for name, value in (("node_limit", config.node_limit), ("split_after", k), ("sat_conflicts", config.sat_conflicts)):
+        if isinstance(value, (int, float, np.integer)) and value > MAX_COUNT:
+            raise UsageError(too_large(name, value), name)
     t = config.time_limit
     if t is not None and not (isinstance(t, (int, float)) and math.isfinite(t) and t > 0):
         raise UsageError(f"time_limit must be a positive number of seconds, not {t!r}", "time_limit")
