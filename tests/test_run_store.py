@@ -298,6 +298,17 @@ def test_force_on_a_run_keeps_files_the_run_does_not_own(tmp_path):
     assert json.loads((out / "manifest.json").read_text())["seed"] == 2
 
 
+def test_force_with_a_policy_that_fails_to_compile_keeps_the_run_it_would_replace(tmp_path):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
+    before = {p.name: p.read_bytes() for p in [out / "manifest.json", *(out / "games").iterdir()]}
+    bad = tmp_path / "bad.py"
+    bad.write_text(BAD_TYPES)
+    r = cli.invoke(app, ["run", "-n", "500", "--out", str(out), "--force", "-p", f"{bad}:choose", "-w", "1"])
+    one_line_error(r, r.exit_code)
+    assert {p.name: p.read_bytes() for p in [out / "manifest.json", *(out / "games").iterdir()]} == before
+
+
 # --- 6. parts are verified ---------------------------------------------------------------------------------
 
 

@@ -637,11 +637,12 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
     return job.summarize(run_dir, session["seconds"], session["games"], status)
 
 
-def _warm(job: Job, config, from_file: bool, resume_hint: str, notify=None) -> None:
+def _warm(job: Job, config, from_file: bool, then: str, notify=None) -> None:
     """Compile or load what the job needs (in the main process, before any worker exists).
 
     A compile takes seconds where a cache load takes a fraction of one, so
-    `notify` hears about it before it starts.
+    `notify` hears about it before it starts. `then` ends the message of an
+    interrupt (how to finish the run, say).
     """
     try:
         with _interrupt_on_sigterm():
@@ -650,7 +651,7 @@ def _warm(job: Job, config, from_file: bool, resume_hint: str, notify=None) -> N
                 notify(f"compiling {what} (first run only)…")
             job.warm(config, from_file)
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted before any game was played. Finish with: {resume_hint}") from None
+        raise Interrupted(f"interrupted before any game was played. {then}") from None
 
 
 def _is_run(run_dir: Path) -> bool:
@@ -737,11 +738,15 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
         raise UsageError(f"out {run_dir} exists and is not a directory", "out")
     created = not run_dir.exists()
     had_lock = (run_dir / LOCK).exists()
+    resume_hint = f"Finish with: sim {job.command} --resume {run_dir}"
     with writer_lock(run_dir):
         if not force:
             done = _complete_already(job, config, run_dir)
             if done is not None:
                 return done
+        replacing = force and _is_run(run_dir)
+        if replacing:  # the run it replaces stays until the new one's code is ready (a plugin that fails to load)
+            _warm(job, config, decks is not None, f"{run_dir} still holds the run it had.", notify)
         try:
             _prepare_dir(run_dir, force)
         except UsageError:  # refused: leave the directory as it was found
@@ -754,7 +759,8 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
         p = _Progress(chosen, int(chunk_size), command or f"{job.kind}({config!r})", [], {})
         _save(job, config, run_dir, p, "incomplete")
         try:
-            _warm(job, config, decks is not None, f"sim {job.command} --resume {run_dir}", notify)
+            if not replacing:
+                _warm(job, config, decks is not None, resume_hint, notify)
         except Interrupted:
             raise  # the manifest is there: the run is resumable
         except Exception:
@@ -814,5 +820,5 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
             summary = job.summarize(run_dir, float(m.get("seconds") or 0.0), config.n, "complete")
             return replace(summary, note=f"{run_dir} is complete: nothing was played "
                                          f"(the figures below are that run's).")
-        _warm(job, config, decks is not None, f"sim {job.command} --resume {run_dir}", notify)
+        _warm(job, config, decks is not None, f"Finish with: sim {job.command} --resume {run_dir}", notify)
         return _execute(job, config, run_dir, p, progress, decks)
