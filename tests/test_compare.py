@@ -67,7 +67,7 @@ def test_compare_policies_plays_the_same_decks_and_pairs_them(tmp_path, monkeypa
     assert data["differs"] == ["policy"]
 
     # again: the complete runs with the same settings are reused, and the text table says so
-    again = cli.invoke(app, args[:-2])
+    again = cli.invoke(app, [a for a in args[:-2] if a != "-q"])  # -q would leave the notes out
     assert again.exit_code == 0, again.output
     assert "reused results/greedy-seed5-n2000" in again.stdout and "differ in: policy" in again.stdout
     assert "McNemar p" in again.stdout and f"{expected['wins_a']:,}" in again.stdout
@@ -178,8 +178,8 @@ def test_sweep_runs_every_combination_on_the_same_deals(tmp_path, monkeypatch, r
     assert Image.open(io.BytesIO(png)).size[0] >= 500
     page = (tmp_path / "sweep.html").read_text()
     assert "data:image/png;base64," in page and f"{data['rows'][0]['wins']:,}" in page and "foursquare-sim " in page
-    text = cli.invoke(app, ["sweep", "-n", str(N), "--seed", "3", "-q", "--rule", "max_face_down=3,5",
-                            "--rule", "max_pile=3,4"])
+    text = cli.invoke(app, ["sweep", "-n", str(N), "--seed", "3", "--rule", "max_face_down=3,5",
+                            "--rule", "max_pile=3,4"])  # not -q: it leaves the notes out
     assert text.exit_code == 0 and text.stdout.count("reused") == 4
     assert text.stdout.splitlines()[-7].split()[:2] == ["max_face_down", "max_pile"]
 
