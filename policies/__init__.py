@@ -87,3 +87,9 @@ def build_params(name: str, args: dict[str, str] | None = None) -> np.ndarray:
     for p in info.params:
         values.extend(p.parse(args.get(p.name, p.default)))
     return np.array(values, dtype=np.float64)
+
+
+def data_files(name: str, args: dict[str, str] | None = None) -> list[str]:
+    """The package's files a built-in's games read with these --policy-arg values (a run records their digests)."""
+    args = dict(args or {})
+    return [path for p in get(name).params if p.reads is not None for path in p.reads(args.get(p.name, p.default))]

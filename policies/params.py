@@ -22,6 +22,9 @@ class Param:
     """One line for `sim policies`."""
     parse: Callable[[str], Sequence[float]] = field(compare=False, repr=False)
     """Text -> the values it adds to the params array; ValueError saying what is wrong."""
+    reads: Callable[[str], Sequence[str]] | None = field(default=None, compare=False, repr=False)
+    """Text -> the package's own files it reads (the shipped data a default stands for), whose digests a run
+    records as it does a file the user names; None: none."""
 
 
 def integer(policy: str, name: str, low: int, high: int) -> Callable[[str], list[float]]:

@@ -180,6 +180,11 @@ def read_values(path: str | Path | None = None) -> dict:
         raise ValueError(f"values file {path or DATA_FILE}: not readable JSON ({e})") from None
 
 
+def shipped_values(text: str) -> list[str]:
+    """The shipped values file, when `text` ('default') stands for it: the games read it."""
+    return [str(resources.files("policies").joinpath("data", DATA_FILE))] if text == "default" else []
+
+
 def parse_values(text: str) -> list[float]:
     """Params from 'default' (the shipped values) or a values file written by `sim train`."""
     if text == "default":
@@ -200,7 +205,7 @@ DESCRIPTION = ("Expectimax one card ahead (two for close choices) with learned v
                "plays for the mean score.")
 PARAMS = (
     Param("values", "default", "learned values: 'default' (shipped) or a file written by `sim train`",
-          parse_values),
+          parse_values, reads=shipped_values),
     Param("endgame", "10", "search one card deeper when at most this many piles are still to open before the "
           "card (16: every turn; 0: once the grid is full; -1: never)", integer("planner", "endgame", -1, 16)),
     Param("roots", "3", "how many of the best cells by one card's expectation the deeper search compares",

@@ -212,6 +212,29 @@ def test_resume_refuses_a_changed_weights_file_and_reuse_plays_again(tmp_path, m
     assert str(weights.resolve()) in line and "changed" in line
 
 
+def test_resume_refuses_when_the_shipped_planner_values_changed(tmp_path, monkeypatch):
+    # The package's data is a file the rows depend on too, though no --policy-arg names it.
+    import types
+
+    import policies.planner as planner
+
+    shipped = tmp_path / "package"
+    (shipped / "data").mkdir(parents=True)
+    values = shipped / "data" / planner.DATA_FILE
+    values.write_text((ROOT / "policies" / "data" / planner.DATA_FILE).read_text())
+    monkeypatch.setattr(planner, "resources", types.SimpleNamespace(files=lambda package: shipped))
+    out = tmp_path / "p"
+    sim.run(sim.RunConfig(policy="planner", n=20), out=out, workers=1, chunk_size=10)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["files"] == {str(values): runner.file_sha256(values)}
+    (out / "games" / "part-00001.parquet").unlink()
+    (out / "manifest.json").write_text(json.dumps({**m, "status": "incomplete"}))
+    data = json.loads(values.read_text())
+    values.write_text(json.dumps({**data, "weights": [1.5 * w for w in data["weights"]]}))
+    line = one_line_error(cli.invoke(app, ["run", "--resume", str(out), "-w", "1"]), 2)
+    assert str(values) in line and "changed" in line
+
+
 @pytest.mark.slow  # three `sim compare` processes
 def test_compare_reuses_only_when_the_weights_file_is_unchanged(tmp_path):
     weights = tmp_path / "w.json"

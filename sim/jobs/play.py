@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
+from policies import BUILTIN, data_files
 from sim.stats import wilson
 from sim.engine.results import end_enum, games_table
 from sim.engine.rules import Rules
@@ -57,6 +58,8 @@ class RunConfig:
 def settled(config: RunConfig) -> RunConfig:
     """The config as its manifest records it: file paths absolute, with the digests of those files."""
     policy, args, paths = pinned(config.policy, dict(config.policy_args))
+    if policy in BUILTIN:  # and the package's data it reads (planner's shipped values)
+        paths = [*paths, *data_files(policy, args)]
     files = runner.dependency_digests(paths)
     return replace(config, policy=policy, policy_args=tuple(args.items()), files=tuple(files.items()))
 
