@@ -9,7 +9,38 @@ from typing import Annotated, NoReturn, Optional
 
 import typer
 
+
+def _parser_error(name: str) -> type:
+    """An exception class of the parser typer runs on (click, or the copy of it typer ships), found by name."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == name)
+
+
+class OneLineErrors(typer.core.TyperGroup):
+    """`sim`, whose usage errors from the parser (an unknown option, a value of the wrong type) are one line,
+    `Error: ...` with exit code 2, like every other error of the command line (the parser would print four)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        import sys
+
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _parser_error("UsageError") as e:
+            hint = f" (see '{e.ctx.command_path} -h')" if e.ctx is not None else ""
+            typer.echo(f"Error: {e.format_message()}{hint}", err=True)
+            sys.exit(e.exit_code)
+        except _parser_error("ClickException") as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except typer.Abort:
+            typer.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
+    cls=OneLineErrors,
     name="sim",
     help="Monte Carlo simulator for Wil Su's solitaire Foursquare.\n\nExample: sim run --policy greedy -n 1e6",
     add_completion=False,

@@ -359,3 +359,12 @@ def test_quiet_drops_the_notes_about_reused_runs(tmp_path, monkeypatch):
         assert loud.exit_code == 0 and quiet.exit_code == 0, (loud.output, quiet.output)
         assert "note: reused" in loud.stdout, name
         assert "reused" not in quiet.stdout and quiet.stderr == "", name
+
+
+@pytest.mark.parametrize("args", [("run", "-w", "abc"), ("run", "--bogus"), ("bogus",), ("report",),
+                                  ("run", "--seed", "-1"), ("--bogus",)])
+def test_the_parsers_usage_errors_are_one_line_naming_the_help(args):
+    r = subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and " -h')" in lines[0], r.stderr
