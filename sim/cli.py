@@ -20,6 +20,7 @@ class OneLineErrors(typer.core.TyperGroup):
     `Error: ...` with exit code 2, like every other error of the command line (the parser would print four)."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """The parser's own main, not standalone, so that its usage errors come here to be said in one line."""
         import sys
 
         if not standalone_mode:
@@ -492,15 +493,17 @@ def write_outputs(png: Path | None, html: Path | None, figures, page, quiet: boo
     from sim.analysis.html import write_page
     from sim.analysis.plots import write_pngs
 
+    target = png  # what is being written: named in an error, not the temporary file beside it
     try:
         drawn = figures()
         if png is not None:
             for path in write_pngs(drawn, png):
                 say(f"wrote {path}", quiet)
+        target = html
         if html is not None:
             say(f"wrote {write_page(html, page(drawn))}", quiet)
     except OSError as e:
-        fail(f"cannot write {e.filename or png or html}: {e.strerror or e}", 1)
+        fail(f"cannot write {target}: {e.strerror or e}", 1)
 
 
 def _check_format(fmt: str, formats=("text", "markdown", "json")) -> None:

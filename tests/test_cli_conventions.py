@@ -368,3 +368,25 @@ def test_the_parsers_usage_errors_are_one_line_naming_the_help(args):
     assert r.returncode == 2 and r.stdout == ""
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("Error: ") and " -h')" in lines[0], r.stderr
+
+
+def test_paths_in_the_way_are_named_for_what_they_are(tmp_path):
+    folder = tmp_path / "decks"
+    folder.mkdir()
+    assert "is a directory" in one_line_error(invoke("run", "-n", "5", "--deals", folder, "--out", tmp_path / "r"))
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    line = one_line_error(invoke("replay", "--seed", "0", "--game", "1", "--html", blocker / "x.html"), 1)
+    assert "not a directory" in line and "File exists" not in line
+    run = tmp_path / "run"
+    assert invoke("run", "-n", "50", "-w", "1", "-q", "--out", run).exit_code == 0
+    from sim.jobs.files import temp_path
+
+    page = tmp_path / "r.html"
+    temp_path(page).mkdir()  # where the page is written before its rename: it cannot be
+    line = one_line_error(invoke("report", run, "--html", page), 1)
+    assert f"cannot write {page}:" in line and ".tmp-" not in line
+
+
+def test_a_sweep_value_list_with_an_empty_value_is_a_usage_error():
+    assert "KEY=V1,V2" in one_line_error(invoke("sweep", "-n", "10", "--rule", "grid=3,,4"))

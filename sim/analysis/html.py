@@ -7,6 +7,7 @@ that made it, the project's version and the date.
 """
 
 import base64
+import errno
 from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
@@ -114,6 +115,9 @@ def write_page(path: str | Path, text: str) -> Path:
     from sim.jobs.files import write_atomic
 
     path = Path(path)
+    for folder in (path.parent, *path.parent.parents):
+        if folder.exists() and not folder.is_dir():  # mkdir would say "File exists"
+            raise NotADirectoryError(errno.ENOTDIR, f"{folder} is not a directory", str(folder))
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
     return path

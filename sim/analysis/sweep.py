@@ -20,8 +20,8 @@ def parse_sweep_options(items: list[str]) -> list[tuple[str, list[str]]]:
     for item in items or []:
         key, sep, values = item.partition("=")
         key = key.strip()
-        vals = [v.strip() for v in values.split(",") if v.strip()]
-        if not sep or not key or not vals:
+        vals = [v.strip() for v in values.split(",")]
+        if not sep or not key or not all(vals):
             raise UsageError(f"--rule {item!r} is not KEY=V1,V2,... (e.g. --rule max_face_down=3,4,5)")
         if key in (k for k, _ in axes):
             raise UsageError(f"--rule {key} is given twice; list its values once: {key}=V1,V2,...")

@@ -54,6 +54,8 @@ def load_deals(path) -> np.ndarray:
     Game i is row i. A bad deck raises ValueError with its row number and what is wrong.
     """
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"deal file {str(path)!r} is a directory, not a file of decks")
     if not path.is_file():
         raise ValueError(f"deal file {str(path)!r} does not exist")
     raw = _raw_decks(path)
