@@ -4,6 +4,7 @@ import contextlib
 import json
 import logging
 import shutil
+import sys
 from pathlib import Path
 from typing import Annotated, NoReturn, Optional
 
@@ -21,8 +22,6 @@ class OneLineErrors(typer.core.TyperGroup):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """The parser's own main, not standalone, so that its usage errors come here to be said in one line."""
-        import sys
-
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         try:
@@ -784,12 +783,16 @@ def train(
     report = None if quiet else (lambda r, s: typer.echo(
         f"round {r}/{rounds}: {s['policy']} on {s['games']:,} deals of seed {seed}: win rate {fmt_pct(s['win_rate'])}, "
         f"mean score per deal {s['mean_score_per_deal']:.2f}, {s['positions']:,} positions fitted", err=True))
+    from tqdm import tqdm
+
+    bar = tqdm(total=rounds * count, unit=" games", disable=not show_progress(quiet),
+               file=sys.stderr, smoothing=0.1, dynamic_ncols=True, desc="self-play")
     try:
-        with library_errors(verbose):
+        with library_errors(verbose), bar:
             result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge, loss=loss, bootstrap=bootstrap,
                                decay=decay,
                                validation_seed=validation_seed, validation_n=held_out, rules=parse_rules(rule),
-                               on_round=report)
+                               on_round=report and (lambda r, s: (bar.clear(), report(r, s))), on_games=bar.update)
     except KeyboardInterrupt:
         fail("interrupted; nothing written", 130)
     if out is not None:

@@ -199,15 +199,21 @@ def _round_weights(w: np.ndarray) -> np.ndarray:
     return np.round(w, 6) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
+SELF_PLAY_STEP = 250
+"""Games of self-play between two calls of `on_games`: a round's games go in steps, each going on where the last
+stopped, so that the sums, and the values, are the same as in one call."""
+
+
 def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5, loss: float = 0.0,
           ridge: float = 1.0, bootstrap: float = 0.0, decay: float = 1.0,
           validation_seed: int | None = None, validation_n: int = 2_000,
-          rules: Rules | None = None, on_round=None) -> TrainResult:
+          rules: Rules | None = None, on_round=None, on_games=None) -> TrainResult:
     """Learn planner's values on `n` deals of `seed` per round; validate on another seed.
 
     Each fit uses every round's positions so far, those of earlier rounds
     weighted by `decay` per round since. `on_round(round, summary)` hears
-    each round's summary (as in `history`).
+    each round's summary (as in `history`); `on_games(k)` hears every k
+    games of self-play played (for a progress bar: a round can take minutes).
     """
     if n < 1 or rounds < 1 or validation_n < 1:
         raise ValueError("n, rounds and validation_n must be at least 1")
@@ -239,7 +245,12 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
         else:
             base, name = BASE_PLANNER, "planner"
             params = np.array(weights_to_params(weights, loss) + search_params(SELF_PLAY), np.float64)
-        self_play(seed, 0, n, base, params, rules_array, explore, np.uint64(r + 1), loss, bootstrap, xtx, xty, counts)
+        for start in range(0, n, SELF_PLAY_STEP):
+            count = min(SELF_PLAY_STEP, n - start)
+            self_play(seed, start, count, base, params, rules_array, explore, np.uint64(r + 1), loss, bootstrap, xtx,
+                      xty, counts)
+            if on_games is not None:
+                on_games(count)
         weights = _round_weights(fit(xtx, xty, ridge))
         summary = {"round": r + 1, "policy": name, "games": int(counts[0]), "win_rate": counts[1] / counts[0],
                    "mean_score_per_deal": counts[2] / counts[0], "positions": int(counts[3])}
