@@ -247,8 +247,9 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
             params = np.array(weights_to_params(weights, loss) + search_params(SELF_PLAY), np.float64)
         for start in range(0, n, SELF_PLAY_STEP):
             count = min(SELF_PLAY_STEP, n - start)
-            self_play(seed, start, count, base, params, rules_array, explore, np.uint64(r + 1), loss, bootstrap, xtx,
-                      xty, counts)
+            # Typed as the engine's seeds and games: one compiled signature for every seed up to 2**64 - 1.
+            self_play(np.uint64(seed), np.int64(start), count, base, params, rules_array, explore, np.uint64(r + 1),
+                      loss, bootstrap, xtx, xty, counts)
             if on_games is not None:
                 on_games(count)
         weights = _round_weights(fit(xtx, xty, ridge))
