@@ -77,6 +77,20 @@ def reference_rows(tmp_path, **config):
     return games_of(out)
 
 
+def greedy_and_random_runs(tmp_path):
+    """(reference rows, greedy's run, random's run): the same 4,000 deals of seed 5 in parts of 1,000."""
+    want = reference_rows(tmp_path, n=4000, seed=5)
+    out, other = tmp_path / "r", tmp_path / "other"
+    sim.run(sim.RunConfig(n=4000, seed=5), out=out, workers=1, chunk_size=1000)
+    sim.run(sim.RunConfig(policy="random", n=4000, seed=5), out=other, workers=1, chunk_size=1000)
+    return want, out, other
+
+
+def run_files(out: Path) -> dict[str, bytes]:
+    """The manifest's and the parts' bytes: what a command must leave as it was."""
+    return {p.name: p.read_bytes() for p in [out / "manifest.json", *(out / "games").iterdir()]}
+
+
 def children_of(pid: int) -> list[int]:
     kids = []
     for entry in Path("/proc").iterdir():
@@ -324,23 +338,19 @@ def test_force_on_a_run_keeps_files_the_run_does_not_own(tmp_path):
 def test_force_with_a_policy_that_fails_to_compile_keeps_the_run_it_would_replace(tmp_path):
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
-    before = {p.name: p.read_bytes() for p in [out / "manifest.json", *(out / "games").iterdir()]}
+    before = run_files(out)
     bad = tmp_path / "bad.py"
     bad.write_text(BAD_TYPES)
     r = cli.invoke(app, ["run", "-n", "500", "--out", str(out), "--force", "-p", f"{bad}:choose", "-w", "1"])
     one_line_error(r, r.exit_code)
-    assert {p.name: p.read_bytes() for p in [out / "manifest.json", *(out / "games").iterdir()]} == before
+    assert run_files(out) == before
 
 
 # --- 6. parts are verified ---------------------------------------------------------------------------------
 
 
 def test_a_part_replaced_by_another_is_an_error_and_resume_replays_it(tmp_path):
-    want = reference_rows(tmp_path, n=4000, seed=5)
-    out = tmp_path / "r"
-    sim.run(sim.RunConfig(n=4000, seed=5), out=out, workers=1, chunk_size=1000)
-    other = tmp_path / "other"
-    sim.run(sim.RunConfig(policy="random", n=4000, seed=5), out=other, workers=1, chunk_size=1000)
+    want, out, other = greedy_and_random_runs(tmp_path)
     games = out / "games"
     shutil.copy(games / "part-00000.parquet", games / "part-00002.parquet")
     for args in (["report", out], ["compare", out, other]):
@@ -355,11 +365,7 @@ def test_a_part_replaced_by_another_is_an_error_and_resume_replays_it(tmp_path):
 
 def test_a_part_of_the_same_games_from_another_run_or_with_one_byte_changed_is_never_read(tmp_path):
     # Both hold exactly part 2's games, so only the digest the manifest recorded tells them from the real part.
-    want = reference_rows(tmp_path, n=4000, seed=5)
-    out = tmp_path / "r"
-    sim.run(sim.RunConfig(n=4000, seed=5), out=out, workers=1, chunk_size=1000)
-    other = tmp_path / "other"
-    sim.run(sim.RunConfig(policy="random", n=4000, seed=5), out=other, workers=1, chunk_size=1000)
+    want, out, other = greedy_and_random_runs(tmp_path)
     part = out / "games" / "part-00002.parquet"
     good = part.read_bytes()
     flipped = bytearray(good)
@@ -501,10 +507,10 @@ def test_a_manifest_of_the_wrong_shape_is_a_one_line_error(tmp_path):
 def test_resuming_a_complete_run_plays_nothing_and_changes_nothing(tmp_path):
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
-    before = {p.name: p.read_bytes() for p in [out / "manifest.json", *(out / "games").iterdir()]}
+    before = run_files(out)
     r = cli.invoke(app, ["run", "--resume", str(out), "-w", "1"])
     assert r.exit_code == 0 and "nothing was played" in r.output, r.output
-    assert {p.name: p.read_bytes() for p in [out / "manifest.json", *(out / "games").iterdir()]} == before
+    assert run_files(out) == before
 
 
 def test_a_manifest_with_a_field_edited_to_nonsense_is_a_one_line_error(tmp_path):
