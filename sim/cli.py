@@ -106,7 +106,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 FLAGS = {"n": "-n", "workers": "--workers", "chunk_size": "--chunk-size", "node_limit": "--node-limit",
          "time_limit": "--time-limit", "split_after": "--split-after", "sat_conflicts": "--sat-conflicts",
-         "out": "--out"}
+         "out": "--out", "seed": "--seed"}
 """The option that sets each library setting a UsageError may name."""
 
 

@@ -390,3 +390,11 @@ def test_paths_in_the_way_are_named_for_what_they_are(tmp_path):
 
 def test_a_sweep_value_list_with_an_empty_value_is_a_usage_error():
     assert "KEY=V1,V2" in one_line_error(invoke("sweep", "-n", "10", "--rule", "grid=3,,4"))
+
+
+def test_a_seed_or_count_out_of_range_is_named_and_shown_short():
+    assert one_line_error(invoke("run", "--seed", 2**64, "-n", "5")).startswith("Error: --seed must be")
+    from sim.jobs.runner import UsageError
+
+    with pytest.raises(UsageError, match=r"^n 1e\+99 is more than the 2\*\*63 games a seed has$"):
+        sim.run(sim.RunConfig(n=10**99))

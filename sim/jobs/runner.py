@@ -136,7 +136,7 @@ def checked_rows(config):
     try:
         check_seed(config.seed)
     except ValueError as e:
-        raise UsageError(str(e)) from None
+        raise UsageError(str(e), "seed") from None
     decks = None
     n = config.n
     if config.deals is not None:
@@ -153,7 +153,8 @@ def checked_rows(config):
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n <= 0:
         raise UsageError(f"n {n!r} is not a positive whole number", "n")
     if n > MAX_GAME + 1:
-        raise UsageError(f"n {n} is more than the 2**63 games a seed has", "n")
+        shown = f"{n:.3g}" if n < 10**300 else f"a number of {len(str(n))} digits"  # not a hundred digits
+        raise UsageError(f"n {shown} is more than the 2**63 games a seed has", "n")
     if decks is not None and n > len(decks):
         raise UsageError(f"n {n} is more than the {len(decks)} decks in {config.deals}", "n")
     return replace(config, n=int(n)), decks
