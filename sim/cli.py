@@ -549,7 +549,8 @@ def report(
     from sim.analysis.report import is_solve_run, load_reports, load_solve_report, render, render_solve_reports
 
     logging_options(verbose, quiet)
-
+    if len({r.resolve() for r in runs}) < len(runs):
+        fail("the same run is given twice")
     if any(is_solve_run(r) for r in runs):
         if not all(is_solve_run(r) for r in runs):
             fail("solve runs are reported on their own, not with runs of games")

@@ -398,3 +398,9 @@ def test_a_seed_or_count_out_of_range_is_named_and_shown_short():
 
     with pytest.raises(UsageError, match=r"^n 1e\+99 is more than the 2\*\*63 games a seed has$"):
         sim.run(sim.RunConfig(n=10**99))
+
+
+def test_report_refuses_the_same_run_twice(tmp_path):
+    assert invoke("run", "-n", "20", "-w", "1", "-q", "--out", tmp_path / "r").exit_code == 0
+    assert invoke("report", tmp_path / "r").exit_code == 0
+    assert "given twice" in one_line_error(invoke("report", tmp_path / "r", tmp_path / ".." / tmp_path.name / "r"))
