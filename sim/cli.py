@@ -714,11 +714,18 @@ def tune(
         f"round {r}/{rounds}: train win rate {fmt_pct(best)} (best), {fmt_pct(mean)} (population mean)", err=True))
     baseline = None if quiet else (lambda rate: typer.echo(
         f"baseline: train win rate {fmt_pct(rate)} (default weights; {train})", err=True))
+    from tqdm import tqdm
+
+    bar = tqdm(total=rounds * population * count, unit=" games", disable=not show_progress(quiet), file=sys.stderr,
+               smoothing=0.1, dynamic_ncols=True, desc="search")
     try:
-        with library_errors(verbose):
+        with library_errors(verbose), bar:
             result = run_tune(policy, count, seed=seed, rounds=rounds, population=population, elite=elite,
                               validation_seed=validation_seed, rules=parse_rules(rule),
-                              workers=workers or os.cpu_count() or 1, on_round=report, on_baseline=baseline)
+                              workers=workers or os.cpu_count() or 1,
+                              on_round=report and (lambda *a: (bar.clear(), report(*a))),
+                              on_baseline=baseline and (lambda rate: (bar.clear(), baseline(rate))),
+                              on_games=bar.update)
     except KeyboardInterrupt:
         fail("interrupted; nothing written", 130)
     data = result.as_json()

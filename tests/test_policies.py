@@ -196,9 +196,11 @@ def test_entry_point_plugins_are_found(tmp_path, monkeypatch):
 def test_tune_is_reproducible_and_validates_on_another_seed(tmp_path):
     from sim.analysis.tune import tune
 
-    a = tune(n=300, seed=3, rounds=2, population=5, elite=2, workers=2)
+    played = []
+    a = tune(n=300, seed=3, rounds=2, population=5, elite=2, workers=2, on_games=played.append)
     b = tune(n=300, seed=3, rounds=2, population=5, elite=2, workers=1)
     assert a.weights == b.weights and a.validation_win_rate == b.validation_win_rate
+    assert played == [300] * 2 * 5  # every candidate's games, for the progress bar
     assert a.settings["validation_seed"] == 4
     direct = sim.play_range(4, 0, 300, "heuristic", policy_args={"weights": ",".join(map(str, a.weights))})
     assert a.validation_win_rate == direct.won.mean()

@@ -71,11 +71,12 @@ def _evaluate(task):
 def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int = 15, population: int = 30,
          elite: int = 6, validation_seed: int | None = None, validation_n: int | None = None,
          rules: Rules | None = None, workers: int = 1, start: np.ndarray | None = None,
-         noise: float = 4.0, on_round=None, on_baseline=None) -> TuneResult:
+         noise: float = 4.0, on_round=None, on_baseline=None, on_games=None) -> TuneResult:
     """Cross-entropy search of `policy`'s weights; `on_round(round, best, mean)` reports progress.
 
     Before the first round the default weights are played on the training
     games (`on_baseline(win_rate)` hears it): the baseline the search has to beat.
+    `on_games(n)` hears each candidate's n games played (for a progress bar).
     """
     if policy not in TUNABLE:
         raise ValueError(f"policy {policy!r} has no weights to tune; tunable: {', '.join(TUNABLE)} "
@@ -109,6 +110,8 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
         score = np.zeros(population)
         for i, (w, s) in run_tasks(_evaluate, tasks, workers):
             wins[i], score[i] = w, s
+            if on_games is not None:
+                on_games(n)
         # Most wins first; the total score of the wins breaks ties.
         order = np.lexsort((-score, -wins))
         best = pop[order[:elite]]
