@@ -308,15 +308,25 @@ def execution(workers: int | None, quiet: bool, **options) -> dict:
 
 def show_progress(quiet: bool) -> bool:
     """Draw a progress bar? Only on a terminal: a redirected stderr (a log file, a pipe) gets no bar at all."""
-    import sys
-
     return not quiet and sys.stderr.isatty()
+
+
+def games_bar(total: int, quiet: bool, desc: str):
+    """The progress bar of tune's and train's games (those commands play in the main process's loop, not in a run)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=" games", disable=not show_progress(quiet), file=sys.stderr, smoothing=0.1,
+                dynamic_ncols=True, desc=desc)
+
+
+def above(bar, say):
+    """`say` (None for none), its lines written where the bar was, the bar drawn again after them."""
+    return say and (lambda *args: (bar.clear(), say(*args)))
 
 
 def command_line() -> str:
     """This process's command line, as a run's manifest records it."""
     import shlex
-    import sys
 
     return shlex.join(["sim", *sys.argv[1:]])
 
@@ -714,18 +724,13 @@ def tune(
         f"round {r}/{rounds}: train win rate {fmt_pct(best)} (best), {fmt_pct(mean)} (population mean)", err=True))
     baseline = None if quiet else (lambda rate: typer.echo(
         f"baseline: train win rate {fmt_pct(rate)} (default weights; {train})", err=True))
-    from tqdm import tqdm
-
-    bar = tqdm(total=rounds * population * count, unit=" games", disable=not show_progress(quiet), file=sys.stderr,
-               smoothing=0.1, dynamic_ncols=True, desc="search")
+    bar = games_bar(rounds * population * count, quiet, "search")
     try:
         with library_errors(verbose), bar:
             result = run_tune(policy, count, seed=seed, rounds=rounds, population=population, elite=elite,
                               validation_seed=validation_seed, rules=parse_rules(rule),
                               workers=workers or os.cpu_count() or 1,
-                              on_round=report and (lambda *a: (bar.clear(), report(*a))),
-                              on_baseline=baseline and (lambda rate: (bar.clear(), baseline(rate))),
-                              on_games=bar.update)
+                              on_round=above(bar, report), on_baseline=above(bar, baseline), on_games=bar.update)
     except KeyboardInterrupt:
         fail("interrupted; nothing written", 130)
     data = result.as_json()
@@ -791,16 +796,13 @@ def train(
     report = None if quiet else (lambda r, s: typer.echo(
         f"round {r}/{rounds}: {s['policy']} on {s['games']:,} deals of seed {seed}: win rate {fmt_pct(s['win_rate'])}, "
         f"mean score per deal {s['mean_score_per_deal']:.2f}, {s['positions']:,} positions fitted", err=True))
-    from tqdm import tqdm
-
-    bar = tqdm(total=rounds * count, unit=" games", disable=not show_progress(quiet),
-               file=sys.stderr, smoothing=0.1, dynamic_ncols=True, desc="self-play")
+    bar = games_bar(rounds * count, quiet, "self-play")
     try:
         with library_errors(verbose), bar:
             result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge, loss=loss, bootstrap=bootstrap,
                                decay=decay,
                                validation_seed=validation_seed, validation_n=held_out, rules=parse_rules(rule),
-                               on_round=report and (lambda r, s: (bar.clear(), report(r, s))), on_games=bar.update)
+                               on_round=above(bar, report), on_games=bar.update)
     except KeyboardInterrupt:
         fail("interrupted; nothing written", 130)
     if out is not None:

@@ -30,6 +30,14 @@ class PolicyError(RuntimeError):
     """A policy returned a cell that is not legal, or raised."""
 
 
+def magnitude(value) -> str:
+    """A count as a message shows it: whole below 1e15, else by its magnitude (1e+99), never in a hundred digits."""
+    try:
+        return str(int(value)) if value < 1e15 else f"{value:.3g}"
+    except OverflowError:  # beyond a float's range
+        return f"a number of {len(str(int(value)))} digits"
+
+
 def parse_count(text: str, what: str = "n", zero: bool = False) -> int:
     """A positive whole number: 1000000, 1_000_000, 1e6 or 2.5e5; UsageError naming `what` otherwise.
 

@@ -35,7 +35,7 @@ from sim.jobs.deal_files import file_digest, load_deals
 from sim.jobs.executors import Executor, ExecutorError, make_executor
 from sim.jobs.files import remove_temp_files, write_atomic, write_json_atomic
 from sim.jobs.pool import TaskFailed
-from sim.errors import Interrupted, PolicyError, RunError, UsageError, parse_count
+from sim.errors import Interrupted, PolicyError, RunError, UsageError, magnitude, parse_count
 from sim.version import __version__
 
 __all__ = ["Interrupted", "Job", "RunError", "UsageError", "parse_count", "read_manifest", "resume", "start"]
@@ -153,8 +153,7 @@ def checked_rows(config):
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n <= 0:
         raise UsageError(f"n {n!r} is not a positive whole number", "n")
     if n > MAX_GAME + 1:
-        shown = f"{n:.3g}" if n < 10**300 else f"a number of {len(str(n))} digits"  # not a hundred digits
-        raise UsageError(f"n {shown} is more than the 2**63 games a seed has", "n")
+        raise UsageError(f"n {magnitude(n)} is more than the 2**63 games a seed has", "n")
     if decks is not None and n > len(decks):
         raise UsageError(f"n {n} is more than the {len(decks)} decks in {config.deals}", "n")
     return replace(config, n=int(n)), decks

@@ -31,6 +31,7 @@ import numpy as np
 from sim import kernels as K
 from sim.engine.cards import validate_deck
 from sim.engine.rules import Rules
+from sim.errors import magnitude
 from sim.solver.sat import below_best, past_ruled_out
 from sim.solver.search import (
     CTL_BEST, CTL_LIMIT, CTL_NODES, CTL_ORDER, CTL_SIZE, CTL_STATUS, DONE, ENDGAME_CARDS, FRAME, KEY_WORDS, MAX_DEPTH,
@@ -463,11 +464,7 @@ search per deal, and far from the 64-bit counters."""
 
 def too_large(name: str, value) -> str:
     """The message for a count above MAX_COUNT (a number of many digits shown by its magnitude)."""
-    try:
-        shown = str(int(value)) if value < 1e15 else f"{value:.3g}"
-    except OverflowError:  # beyond a float's range
-        shown = f"a number of {len(str(int(value)))} digits"
-    return f"{name} must be at most 1e12, not {shown}"
+    return f"{name} must be at most 1e12, not {magnitude(value)}"
 
 
 # --- the split schedule: one hard deal's search shared between workers ----------------------------------------
