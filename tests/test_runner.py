@@ -306,3 +306,24 @@ def test_full_disk_stops_with_a_resumable_run(tmp_path, monkeypatch, read_games)
     assert s.games == 1000
     assert read_games(out).equals(read_games(sim.run(sim.RunConfig(policy="greedy", n=1000), workers=1,
                                                      out=tmp_path / "ref").path))
+
+
+def test_a_signal_just_after_the_first_manifest_is_an_interrupt_that_says_how_to_resume(tmp_path, monkeypatch):
+    # The gap between writing the manifest and compiling: a Ctrl-C (or SIGTERM) landing there.
+    real_save = runner._save
+    signalled = []
+
+    def save_then_signal(*args):
+        real_save(*args)
+        if not signalled:
+            signalled.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the handler raises here
+
+    monkeypatch.setattr(runner, "_save", save_then_signal)
+    out = tmp_path / "r"
+    with pytest.raises(runner.Interrupted, match=f"--resume {out}"):
+        sim.run(sim.RunConfig(n=500), out=out, workers=1)
+    assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
+    monkeypatch.setattr(runner, "_save", real_save)
+    assert sim.resume(out, workers=1).games == 500

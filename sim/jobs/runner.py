@@ -757,16 +757,32 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
                         run_dir.rmdir()
             raise
         p = _Progress(chosen, int(chunk_size), command or f"{job.kind}({config!r})", [], {})
-        _save(job, config, run_dir, p, "incomplete")
-        try:
-            if not replacing:
-                _warm(job, config, decks is not None, resume_hint, notify)
-        except Interrupted:
-            raise  # the manifest is there: the run is resumable
-        except Exception:
-            _undo(run_dir, created)  # nothing was played: leave no half-made run behind
-            raise
-        return _execute(job, config, run_dir, p, progress, decks)
+        with _resumable_once_saved(resume_hint):
+            _save(job, config, run_dir, p, "incomplete")
+            try:
+                if not replacing:
+                    _warm(job, config, decks is not None, resume_hint, notify)
+            except Interrupted:
+                raise  # the manifest is there: the run is resumable
+            except Exception:
+                _undo(run_dir, created)  # nothing was played: leave no half-made run behind
+                raise
+            return _execute(job, config, run_dir, p, progress, decks)
+
+
+@contextlib.contextmanager
+def _resumable_once_saved(resume_hint: str):
+    """Ctrl-C or SIGTERM from the first manifest on is Interrupted, saying how to resume.
+
+    `_warm` and `_execute` say so for a signal during their own work; this
+    covers the steps between them too (a SIGTERM there would otherwise end
+    the process at once, without the message or exit code 130).
+    """
+    try:
+        with _interrupt_on_sigterm():
+            yield
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted. {resume_hint}") from None
 
 
 def _undo(run_dir: Path, created: bool) -> None:
@@ -820,5 +836,7 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
             summary = job.summarize(run_dir, float(m.get("seconds") or 0.0), config.n, "complete")
             return replace(summary, note=f"{run_dir} is complete: nothing was played "
                                          f"(the figures below are that run's).")
-        _warm(job, config, decks is not None, f"Finish with: sim {job.command} --resume {run_dir}", notify)
-        return _execute(job, config, run_dir, p, progress, decks)
+        resume_hint = f"Finish with: sim {job.command} --resume {run_dir}"
+        with _resumable_once_saved(resume_hint):
+            _warm(job, config, decks is not None, resume_hint, notify)
+            return _execute(job, config, run_dir, p, progress, decks)
