@@ -8,6 +8,7 @@ resumed run has exactly the rows of an uninterrupted one.
 """
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -344,6 +345,108 @@ def test_force_with_a_policy_that_fails_to_compile_keeps_the_run_it_would_replac
     r = cli.invoke(app, ["run", "-n", "500", "--out", str(out), "--force", "-p", f"{bad}:choose", "-w", "1"])
     one_line_error(r, r.exit_code)
     assert run_files(out) == before
+
+
+def test_force_with_a_policy_that_fails_while_playing_keeps_the_run_it_would_replace(tmp_path):
+    # It loads and compiles (on game 0, whose fourth card it lets by), then raises on the fourth card of another
+    # game: before the new run has a part.
+    from sim import kernels as K
+    from sim.engine.cards import deal
+
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
+    before = run_files(out)
+    raises = tmp_path / "raises.py"
+    raises.write_text(RAISES_AT_RUN_TIME.replace("== 3:", f"== 3 and card != {int(deal(0, 0)[3])}:")
+                      .format(turn=K.TURN))
+    r = cli.invoke(app, ["run", "-n", "500", "--out", str(out), "--force", "-p", f"{raises}:choose", "-w", "1"])
+    line = one_line_error(r, 1)
+    assert "a bug on the fourth card" in line and f"{out} still holds the run it had" in line
+    assert run_files(out) == before and not (out / runner.ASIDE).exists()
+    assert cli.invoke(app, ["report", str(out)]).exit_code == 0
+
+
+class _Stop:
+    """Send this process SIGINT on the first call of `fn` (before it runs): a Ctrl-C landing right there."""
+
+    def __init__(self, fn):
+        self.fn, self.sent = fn, False
+
+    def __call__(self, *args, **kwargs):
+        if not self.sent:
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the handler raises here
+        return self.fn(*args, **kwargs)
+
+
+@pytest.mark.parametrize("where", ["_save", "write_atomic"])
+def test_force_interrupted_before_its_first_part_keeps_the_run_it_would_replace(tmp_path, monkeypatch, where):
+    # _save: right after the old run is set aside, before the new manifest; write_atomic: while writing the
+    # new run's first part.
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
+    before, want = run_files(out), games_of(out)
+    monkeypatch.setattr(runner, where, _Stop(getattr(runner, where)))
+    with pytest.raises(runner.Interrupted, match=f"{out} still holds the run it had"):
+        sim.run(sim.RunConfig(n=300, seed=9), out=out, workers=1, chunk_size=100, force=True)
+    assert run_files(out) == before and not (out / runner.ASIDE).exists()
+    assert games_of(out).equals(want)
+
+
+class _Killed(BaseException):
+    """The process ending outright (kill -9): no handler runs."""
+
+
+def test_a_force_killed_while_setting_the_run_aside_is_undone_by_the_next_writer(tmp_path, monkeypatch):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
+    before = run_files(out)
+    real_replace, moved = os.replace, []
+
+    def replace_then_die(src, dst):
+        if len(moved) == 3:  # the manifest and two of the five parts are aside
+            raise _Killed
+        moved.append(src)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_then_die)
+    with pytest.raises(_Killed):
+        sim.run(sim.RunConfig(n=300, seed=9), out=out, workers=1, chunk_size=100, force=True)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert not (out / "manifest.json").exists()
+    summary = sim.resume(out, workers=1)  # the next writer puts the run back: complete, nothing to play
+    assert summary.games == 500 and "nothing was played" in summary.note
+    assert run_files(out) == before and not (out / runner.ASIDE).exists()
+
+
+def test_a_force_killed_after_the_new_manifest_leaves_the_new_run(tmp_path, monkeypatch):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
+    real_execute = runner._execute
+
+    def die(*args, **kwargs):
+        raise _Killed
+
+    monkeypatch.setattr(runner, "_execute", die)
+    with pytest.raises(_Killed):
+        sim.run(sim.RunConfig(n=300, seed=9), out=out, workers=1, chunk_size=100, force=True)
+    monkeypatch.setattr(runner, "_execute", real_execute)
+    assert (out / runner.ASIDE / "manifest.json").exists()
+    assert sim.resume(out, workers=1).games == 300  # the replacement stands: it is resumed, the old run goes
+    assert not (out / runner.ASIDE).exists()
+    assert games_of(out).equals(reference_rows(tmp_path, n=300, seed=9))
+
+
+def test_force_leaves_what_it_does_not_own_in_the_folder_it_sets_runs_aside_in(tmp_path):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1)
+    (out / runner.ASIDE).mkdir()
+    (out / runner.ASIDE / "mine.txt").write_text("mine")
+    sim.run(sim.RunConfig(n=400, seed=2), out=out, workers=1, force=True)
+    assert (out / runner.ASIDE / "mine.txt").read_text() == "mine"
+    assert sorted(p.name for p in (out / runner.ASIDE).iterdir()) == ["mine.txt"]
+    assert games_of(out).height == 400
 
 
 # --- 6. parts are verified ---------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from sim import kernels as K
 from sim.engine.cards import MAX_GAME, check_seed
 from sim.jobs.deal_files import file_digest, load_deals
 from sim.jobs.executors import Executor, ExecutorError, make_executor
-from sim.jobs.files import remove_temp_files, write_atomic, write_json_atomic
+from sim.jobs.files import TMP_MARK, remove_temp_files, write_atomic, write_json_atomic
 from sim.jobs.pool import TaskFailed
 from sim.errors import Interrupted, PolicyError, RunError, UsageError, magnitude, parse_count
 from sim.version import __version__
@@ -46,6 +46,9 @@ MANIFEST = "manifest.json"
 GAMES = "games"
 LOCK = ".lock"
 """The writer's lock file, inside the run directory."""
+ASIDE = ".replaced"
+"""Inside a run directory: the run that --force replaces (its manifest and parts), kept until the new run
+has written its first part, and put back if it fails or is stopped before that."""
 FORMAT = "foursquare-sim run"
 """The manifest's "format": what makes a directory a run of this project."""
 FORMAT_VERSION = 1
@@ -348,8 +351,6 @@ def stray_files(run_dir: Path, chunks: int | None = None) -> list[str]:
 
     With `chunks` (the run's number of parts), a part's name beyond them is one too.
     """
-    from sim.jobs.files import TMP_MARK
-
     games_dir = Path(run_dir) / GAMES
     if not games_dir.is_dir():
         return []
@@ -550,10 +551,14 @@ def _save(job: Job, config, run_dir: Path, p: _Progress, status: str) -> None:
         raise RunError(f"cannot write {run_dir / MANIFEST}: {e.strerror or e}") from None
 
 
-def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, decks: np.ndarray | None):
+def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, decks: np.ndarray | None,
+             replacing: bool = False):
     """Play the chunks whose part is missing, write each part as it comes, keep the manifest current.
 
     The caller holds the writer's lock and has written a manifest already.
+    `replacing`: a run is set aside in ASIDE (--force); the first part
+    written deletes it, and a failure or interruption before that puts it
+    back, and says so instead of how to resume.
     """
     from tqdm import tqdm
 
@@ -593,6 +598,20 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
                bar_format="{l_bar}{bar}| {n:,}/{total:,} " + units + " [{elapsed}<{remaining}, {rate_noinv_fmt}]",
                disable=not progress, file=sys.stderr, smoothing=0.1, dynamic_ncols=True)
     status = "incomplete"
+    aside = [replacing]  # the replaced run is still in ASIDE
+    given_back = []  # the replaced run was put back: the new run's manifest is gone
+
+    def put_back(what) -> str:
+        """Before the new run's first part: the old run back in place, and `what` ended by a sentence saying so."""
+        aside[0] = False
+        given_back.append(True)
+        try:
+            _put_back(run_dir, new_parts=True)
+        except OSError as e:
+            return _then(what, f"The run it replaces could not be put back ({e.strerror or e}); "
+                               f"it is in {run_dir / ASIDE}.")
+        return _then(what, f"{run_dir} still holds the run it had.")
+
     try:
         warm = functools.partial(job.warm, config, decks is not None)  # Dask workers warm themselves
         chunks = (job.drive(p.executor, tasks(), warm, run_dir) if job.drive is not None
@@ -610,31 +629,50 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
                     raise RunError(f"cannot write {path}: {e.strerror or e}") from None
                 rows, first, last = _expected(k, config.n, p.chunk_size)
                 p.parts[name] = {"rows": frame.height, "first": first, "last": last, "sha256": digest}
+                if aside[0]:  # the new run has a part: the run it replaces goes
+                    save("incomplete")
+                    aside[0] = False
+                    with contextlib.suppress(OSError):
+                        _drop_aside(run_dir)
                 session["games"] += frame.height
                 bar.update(frame.height)
                 if time.perf_counter() - saved[0] >= MANIFEST_EVERY:
                     save("incomplete")
         status = "complete"
     except KeyboardInterrupt:
+        if aside[0]:
+            raise Interrupted(put_back("interrupted before any part was written")) from None
         raise Interrupted(f"interrupted; {len(p.parts)} of {chunk_count(config.n, p.chunk_size)} parts are done. "
                           f"Finish with: {resume_hint}") from None
     except PolicyError as e:  # the policy's fault (raised on a Dask worker): resuming would fail the same way
-        raise RunError(str(e)) from e
+        raise RunError(put_back(str(e)) if aside[0] else str(e)) from e
     except TaskFailed as e:
         if e.error_type == "PolicyError":
-            raise RunError(e.error_message) from e
+            raise RunError(put_back(e.error_message) if aside[0] else e.error_message) from e
+        if aside[0]:
+            raise RunError(put_back(str(e))) from e
         raise RunError(f"{e}. Finished parts are kept; finish with: {resume_hint}") from e
     except RunError as e:
+        if aside[0]:
+            raise RunError(put_back(str(e))) from None
         raise RunError(f"{e}. The run is resumable: {resume_hint}") from None
     except Exception as e:  # a worker died, the cluster failed
+        if aside[0]:
+            raise RunError(put_back(str(e))) from e
         raise RunError(f"{e}. Finished parts are kept; finish with: {resume_hint}") from e
     finally:
         bar.close()
-        if status != "complete":
+        if status != "complete" and not given_back:
             with contextlib.suppress(RunError):  # the error on its way out says more than this one
                 save(status)
     save(status)  # a failure here is the run's failure: the manifest would not say it is complete
     return job.summarize(run_dir, session["seconds"], session["games"], status)
+
+
+def _then(message: str, sentence: str) -> str:
+    """`message`, ended as a sentence, then `sentence`."""
+    message = message.rstrip()
+    return f"{message}{'' if message.endswith('.') else '.'} {sentence}"
 
 
 def _warm(job: Job, config, from_file: bool, then: str, notify=None) -> None:
@@ -665,25 +703,21 @@ def _is_run(run_dir: Path) -> bool:
 def _prepare_dir(run_dir: Path, force: bool) -> None:
     """Make `run_dir` ready for a new run (the caller holds its lock): empty, or a run replaced with `force`.
 
-    Only what a run owns is removed: its manifest and its part files; any
-    other file stays, and a directory holding other things than a run is
-    refused, even with `force`.
+    A replaced run is only set aside (`_set_aside`): its manifest and parts
+    move into ASIDE until the new run writes its first part. Only what a run
+    owns is moved; any other file stays, and a directory holding other
+    things than a run is refused, even with `force`.
     """
-    from sim.jobs.files import TMP_MARK
-
     entries = {e.name for e in os.scandir(run_dir)} - {LOCK}
     if _is_run(run_dir):
         if not force:
             raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to finish it "
                              f"or --force to replace it")
         try:
-            games_dir = run_dir / GAMES
-            if games_dir.is_dir():
-                for e in os.scandir(games_dir):
-                    if _chunk_of(e.name) is not None or TMP_MARK in e.name:
-                        os.unlink(e.path)
-            (run_dir / MANIFEST).unlink()
+            _set_aside(run_dir)
         except OSError as e:
+            with contextlib.suppress(OSError):
+                _put_back(run_dir)
             raise RunError(f"cannot clear {run_dir}: {e.strerror or e}") from None
     elif entries - {GAMES} or (GAMES in entries and any(os.scandir(run_dir / GAMES))):
         what = "holds no run" if MANIFEST not in entries else f"has a {MANIFEST} that is not a run's"
@@ -692,6 +726,76 @@ def _prepare_dir(run_dir: Path, force: bool) -> None:
         (run_dir / GAMES).mkdir(exist_ok=True)
     except OSError as e:
         raise RunError(f"cannot create {run_dir / GAMES}: {e.strerror or e}") from None
+
+
+def _own_parts(games_dir: Path):
+    """The files of `games_dir` that a run owns: its part files and temporary files left by its writes."""
+    if games_dir.is_dir():
+        yield from (Path(e.path) for e in os.scandir(games_dir) if _chunk_of(e.name) is not None or TMP_MARK in e.name)
+
+
+def _set_aside(run_dir: Path) -> None:
+    """Move the run in `run_dir` into ASIDE: its manifest first, then its parts (renames, nothing is copied).
+
+    The order makes every moment recoverable (`_settle_aside`): until the
+    manifest has moved nothing has; after it, the run's manifest is in ASIDE.
+    """
+    aside = run_dir / ASIDE
+    (aside / GAMES).mkdir(parents=True, exist_ok=True)
+    os.replace(run_dir / MANIFEST, aside / MANIFEST)
+    for path in _own_parts(run_dir / GAMES):
+        if TMP_MARK in path.name:  # the writer's lock is held: no other process is writing it
+            path.unlink()
+        else:
+            os.replace(path, aside / GAMES / path.name)
+
+
+def _put_back(run_dir: Path, new_parts: bool = False) -> None:
+    """Put the run set aside back in place of the new one, which has no part in the manifest yet.
+
+    The new manifest goes first and the old one returns last, so that a
+    crash on the way leaves what `_settle_aside` mends. `new_parts`: the
+    part files in games/ are the new run's (written, not yet recorded) and
+    go too; otherwise they are the old run's, not yet set aside.
+    """
+    aside = run_dir / ASIDE
+    (run_dir / MANIFEST).unlink(missing_ok=True)
+    for path in _own_parts(run_dir / GAMES):
+        if new_parts or TMP_MARK in path.name:
+            path.unlink()
+    for path in _own_parts(aside / GAMES):
+        os.replace(path, run_dir / GAMES / path.name)
+    if (aside / MANIFEST).exists():
+        os.replace(aside / MANIFEST, run_dir / MANIFEST)
+    _drop_aside(run_dir)
+
+
+def _drop_aside(run_dir: Path) -> None:
+    """Delete the run set aside: only its manifest and parts, then the folders if that empties them."""
+    aside = run_dir / ASIDE
+    (aside / MANIFEST).unlink(missing_ok=True)
+    for path in _own_parts(aside / GAMES):
+        path.unlink()
+    with contextlib.suppress(OSError):  # not empty: something else is in there, and it stays
+        (aside / GAMES).rmdir()
+        aside.rmdir()
+
+
+def _settle_aside(run_dir: Path) -> None:
+    """After a --force that was killed outright: a replacement that never wrote its manifest gives the run back.
+
+    Once the new run's manifest exists the new run stands (resumable) and
+    the old one is deleted; before, the old run is put back.
+    """
+    if not (run_dir / ASIDE).is_dir():
+        return
+    try:
+        if (run_dir / MANIFEST).exists():
+            _drop_aside(run_dir)
+        else:
+            _put_back(run_dir)
+    except OSError as e:
+        raise RunError(f"cannot restore the run set aside in {run_dir / ASIDE}: {e.strerror or e}") from None
 
 
 def _complete_already(job: Job, config, run_dir: Path):
@@ -740,6 +844,7 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
     had_lock = (run_dir / LOCK).exists()
     resume_hint = f"Finish with: sim {job.command} --resume {run_dir}"
     with writer_lock(run_dir):
+        _settle_aside(run_dir)
         if not force:
             done = _complete_already(job, config, run_dir)
             if done is not None:
@@ -757,17 +862,26 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
                         run_dir.rmdir()
             raise
         p = _Progress(chosen, int(chunk_size), command or f"{job.kind}({config!r})", [], {})
-        with _resumable_once_saved(resume_hint):
-            _save(job, config, run_dir, p, "incomplete")
-            try:
-                if not replacing:
-                    _warm(job, config, decks is not None, resume_hint, notify)
-            except Interrupted:
-                raise  # the manifest is there: the run is resumable
-            except Exception:
-                _undo(run_dir, created)  # nothing was played: leave no half-made run behind
+        try:
+            with _resumable_once_saved(resume_hint):
+                _save(job, config, run_dir, p, "incomplete")
+                try:
+                    if not replacing:
+                        _warm(job, config, decks is not None, resume_hint, notify)
+                except Interrupted:
+                    raise  # the manifest is there: the run is resumable
+                except Exception:
+                    _undo(run_dir, created)  # nothing was played: leave no half-made run behind
+                    raise
+                return _execute(job, config, run_dir, p, progress, decks, replacing)
+        except (Interrupted, RunError) as e:
+            if not (replacing and (run_dir / ASIDE / MANIFEST).exists()):
                 raise
-            return _execute(job, config, run_dir, p, progress, decks)
+            # Stopped before _execute's own handling began (which puts the run back itself).
+            with contextlib.suppress(OSError):
+                _put_back(run_dir)
+            what = "interrupted before any game was played" if isinstance(e, Interrupted) else str(e)
+            raise type(e)(_then(what, f"{run_dir} still holds the run it had.")) from None
 
 
 @contextlib.contextmanager
@@ -807,6 +921,7 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
     """
     run_dir = Path(run_dir)
     with writer_lock(run_dir):
+        _settle_aside(run_dir)
         m = read_manifest(run_dir)
         try:
             config = job.from_manifest(m)
