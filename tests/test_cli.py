@@ -172,3 +172,18 @@ def test_a_scheduler_address_is_checked_before_anything_is_made(tmp_path, monkey
     r = invoke("run", "--executor", "dask", "-n", "20", "-o", "X")
     assert r.exit_code == 2 and r.stderr.startswith("Error: DASK_SCHEDULER_ADDRESS 'notaurl' is not"), r.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_scheduler_that_does_not_answer_is_an_error_before_anything_is_made(tmp_path, monkeypatch):
+    pytest.importorskip("distributed")
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on once this socket is closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.chdir(tmp_path)
+    for command in (["run", "-n", "20", "-o", "X"], ["solve", "-n", "2", "-o", "X"]):
+        r = invoke(*command, "--executor", "dask", "--scheduler", f"tcp://127.0.0.1:{port}")
+        assert r.exit_code == 1 and r.stderr.count("\n") == 1, r.output
+        assert r.stderr.startswith(f"Error: cannot reach the Dask scheduler at tcp://127.0.0.1:{port}"), r.stderr
+    assert list(tmp_path.iterdir()) == []

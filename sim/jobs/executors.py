@@ -55,6 +55,12 @@ SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
 def check_scheduler(address: str, given_as: str = "--scheduler") -> str:
     """A Dask scheduler address as Dask takes it, [SCHEME://]HOST:PORT (e.g. tcp://10.0.0.5:8786, [::1]:8786);
     ExecutorError otherwise, before anything tries to connect."""
+    _split(address, given_as)
+    return address
+
+
+def _split(address: str, given_as: str = "--scheduler") -> tuple[str, str, int]:
+    """(scheme, host, port) of a scheduler address; ExecutorError when it is not one."""
     scheme, sep, where = address.partition("://")
     if not sep:
         scheme, where = "tcp", address
@@ -68,7 +74,26 @@ def check_scheduler(address: str, given_as: str = "--scheduler") -> str:
     if scheme not in SCHEMES or not host or not (port.isdigit() and 0 < int(port) < 65536):
         raise ExecutorError(f"{given_as} {address!r} is not a Dask scheduler address: give [SCHEME://]HOST:PORT, "
                             f"e.g. tcp://HOST:8786 (schemes: {', '.join(SCHEMES)})")
-    return address
+    return scheme, host, int(port)
+
+
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """ExecutorError unless a tcp scheduler address takes a connection (other schemes are left to Dask).
+
+    Called before a run makes anything, so that a wrong address leaves no
+    run behind; a refused connection fails at once instead of after Dask's
+    retries.
+    """
+    import socket
+
+    scheme, host, port = _split(address)
+    if scheme != "tcp":
+        return
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as e:
+        raise ExecutorError(f"cannot reach the Dask scheduler at {address}: {e.strerror or e}") from None
 
 
 def make_executor(kind: str = "local", workers: int | None = None, scheduler: str | None = None) -> Executor:

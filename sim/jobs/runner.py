@@ -32,7 +32,7 @@ import numpy as np
 from sim import kernels as K
 from sim.engine.cards import MAX_GAME, check_seed
 from sim.jobs.deal_files import file_digest, load_deals
-from sim.jobs.executors import Executor, ExecutorError, make_executor
+from sim.jobs.executors import Executor, ExecutorError, check_reachable, make_executor
 from sim.jobs.files import TMP_MARK, remove_temp_files, write_atomic, write_json_atomic
 from sim.jobs.pool import TaskFailed
 from sim.errors import Interrupted, PolicyError, RunError, UsageError, magnitude, parse_count
@@ -169,6 +169,16 @@ def _executor(kind: str, workers: int | None, scheduler: str | None) -> Executor
         return make_executor(kind, workers, scheduler)
     except ExecutorError as e:
         raise UsageError(str(e)) from None
+
+
+def _reach(chosen: Executor) -> None:
+    """RunError when the executor's scheduler does not answer; called once the settings are checked, before
+    anything is made."""
+    if chosen.scheduler is not None:
+        try:
+            check_reachable(chosen.scheduler)
+        except ExecutorError as e:
+            raise RunError(str(e)) from None
 
 
 # --- the files a run's rows depend on --------------------------------------------------------
@@ -843,6 +853,7 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
     created = not run_dir.exists()
     had_lock = (run_dir / LOCK).exists()
     resume_hint = f"Finish with: sim {job.command} --resume {run_dir}"
+    _reach(chosen)
     with writer_lock(run_dir):
         _settle_aside(run_dir)
         if not force:
@@ -941,6 +952,7 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
             decks = load_deals(config.deals)
         workers = int(workers or os.cpu_count() or 1)
         chosen = _executor(executor or "local", workers, scheduler)
+        _reach(chosen)
         chunk_size = int(m["chunk_size"])
         remove_temp_files(run_dir / GAMES)
         remove_temp_files(run_dir)
