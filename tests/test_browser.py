@@ -256,3 +256,22 @@ def test_the_route_catches_a_request_that_leaves_the_page(browser, tmp_path):
         assert not any(u.startswith("data:") for u in left)
     finally:
         opened.close()
+
+
+def test_pages_fit_a_phone_screen_without_scrolling_sideways(browser, runs, tmp_path):
+    # At 390 px, wide tables, pair boxes and figures scroll inside their own boxes; the page itself does not.
+    replay = write_replay(tmp_path, "--seed", "0", "--game", "5", "-p", "greedy", "-p", "heuristic")
+    compare = tmp_path / "compare.html"
+    res = cli.invoke(app, ["compare", *map(str, runs), "--html", str(compare), "-q"])
+    assert res.exit_code == 0, res.output
+    for path in (replay, compare):
+        opened = Opened(browser, path, width=390, height=844)
+        try:
+            page = opened.page
+            if path is replay:
+                page.keyboard.press("End")
+            wide, seen = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+            assert wide <= seen, (path.name, wide, seen)
+            assert opened.errors == []
+        finally:
+            opened.close()

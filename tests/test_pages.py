@@ -142,6 +142,48 @@ def test_report_figures_name_every_run_and_carry_their_values(runs):
         assert plots._percent(100 * r.win_rate_low) in labels and plots._percent(100 * r.win_rate_high) in labels
 
 
+def test_cards_played_draws_a_count_no_game_ended_on_at_0(runs):
+    # Each panel's lines cover every count of cards some run's games ended on; a count a run's games never
+    # ended on is a point at 0, not a straight line drawn across it (here: no win with 26 cards).
+    from dataclasses import replace
+
+    greedy, _, heuristic = load_reports(runs)
+    gap = replace(greedy, cards_played_wins=((25, 1), (27, 3)), wins=4)
+    fig = plots.cards_played_figure([gap, heuristic])
+    won = [line for line in fig.axes[0].get_lines() if len(line.get_xdata())]
+    played = [c for c, k in heuristic.cards_played_wins if k] + [25, 27]
+    span = range(min(played), max(played) + 1)
+    assert list(won[0].get_xdata()) == list(span) and list(won[1].get_xdata()) == list(span)
+    assert list(won[0].get_ydata()) == [{25: 25.0, 27: 75.0}.get(c, 0.0) for c in span]
+    counts = dict(heuristic.cards_played_wins)
+    assert list(won[1].get_ydata()) == [100 * counts.get(c, 0) / heuristic.wins for c in span]
+
+
+def test_frontier_labels_stay_inside_the_panel():
+    # Long run names (a solve run's settings) near the right edge go on the left of their point.
+    long = ["node_limit=none split_after=0 time_limit=2.0", "node_limit=3000 split_after=8000000 time_limit=none"]
+    fig = plots.frontier_figure(long, [1.0, 0.93], [0.89, 0.79], [1.0, 0.98], [23.9, 21.5], "frontier")
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    frame = ax.get_window_extent()
+    assert len(ax.texts) == 2
+    for note in ax.texts:
+        box = note.get_window_extent()
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1, (note.get_text(), box, frame)
+
+
+def test_the_verdict_is_coloured_as_the_figure_colours_the_side_ahead(runs):
+    from sim.analysis.html import FIGURE_CAPTIONS, STYLE, pair_html
+
+    comparison = compare_runs([runs[0], runs[2]])  # greedy against heuristic: B (heuristic) is ahead
+    assert comparison.pairs[0].diff_high < 0
+    assert 'class="b-ahead">heuristic wins more deals' in pair_html(comparison.pairs[0], comparison.n)
+    assert "Green: A ahead, red: B ahead" in FIGURE_CAPTIONS["paired_difference"]
+    assert re.search(r"\.b-ahead \{ color: #b", STYLE) and re.search(r"\.a-ahead \{ color: #1", STYLE)
+    swapped = compare_runs([runs[2], runs[0]])
+    assert 'class="a-ahead">heuristic wins more deals' in pair_html(swapped.pairs[0], swapped.n)
+
+
 @pytest.mark.slow
 def test_compare_writes_its_figures_into_a_directory_and_a_page(runs, tmp_path):
     res = cli.invoke(app, ["compare", str(runs[0]), str(runs[2]), "--png", str(tmp_path / "figs"),

@@ -34,15 +34,19 @@ caption { text-align: left; font-weight: 600; padding: 0.3em 0; }
 .warning { color: #a00; font-weight: 600; }
 ul.notes { color: #555; font-size: 0.8em; margin: -0.6em 0 1em; padding-left: 1.2em; }
 .tables { display: flex; flex-wrap: wrap; gap: 0 3em; align-items: flex-start; }
+.table { overflow-x: auto; max-width: 100%; }
 .pairs { display: flex; flex-wrap: wrap; gap: 1em; margin: 0.5em 0 1em; }
-.pair { border: 1px solid #ddd; border-radius: 6px; padding: 0.6em 1em; background: #fcfcfc; }
+.pair { border: 1px solid #ddd; border-radius: 6px; padding: 0.6em 1em; background: #fcfcfc;
+        max-width: 100%; box-sizing: border-box; overflow-x: auto; }
 .pair table { margin: 0.3em 0 0.5em; }
 .pair p { margin: 0.15em 0; font-size: 0.9em; }
-.sig { color: #176b2c; font-weight: 600; }
+.a-ahead { color: #176b2c; font-weight: 600; }
+.b-ahead { color: #b71c1c; font-weight: 600; }
 .nosig { color: #666; }
-figure { margin: 1em 0 1.5em; }
-figcaption { color: #555; font-size: 0.85em; }
+figure { margin: 1em 0 1.5em; overflow-x: auto; }
+figcaption { color: #555; font-size: 0.85em; position: sticky; left: 0; max-width: calc(100vw - 2em); }
 img { max-width: 100%; height: auto; }
+@media (max-width: 640px) { figure img { max-width: none; } }  /* a phone: figures at full size, scrolled sideways */
 pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
 """
 
@@ -66,7 +70,7 @@ FIGURE_CAPTIONS = {
 def table_html(t: Table) -> str:
     """A Table as an HTML table, with its title as caption and its note below."""
     cls = ["l" if t.column_align(i) == "l" else "r" for i in range(len(t.headers))]
-    out = ["<div><table>"]
+    out = ['<div class="table"><table>']
     if t.title:
         out.append(f"<caption>{escape(t.title)}</caption>")
     out.append("<tr>" + "".join(f'<th class="{c}">{escape(h)}</th>' for h, c in zip(t.headers, cls)) + "</tr>")
@@ -145,7 +149,9 @@ def pair_html(p, n: int) -> str:
     d = pct_digits(n)
     neither = p.games - p.both - p.a_only - p.b_only
     clear = p.diff_low > 0 or p.diff_high < 0
-    verdict = (f'<span class="sig">{escape(p.a if p.diff > 0 else p.b)} wins more deals</span>' if clear
+    # Green when A is ahead, red when B is, as in the paired-difference figure.
+    verdict = (f'<span class="{"a-ahead" if p.diff > 0 else "b-ahead"}">{escape(p.a if p.diff > 0 else p.b)} '
+               'wins more deals</span>' if clear
                else '<span class="nosig">no difference shown (the interval contains 0)</span>')
     rows = [
         f"<h3>{escape(p.a)} vs {escape(p.b)}</h3>",

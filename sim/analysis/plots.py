@@ -22,6 +22,10 @@ CAPTION_CHAR_PX = 7.3
 """Width of a character of a figure's caption, in pixels at DPI: its lines are wrapped to the figure's width."""
 
 
+LABEL_BOX = {"boxstyle": "square,pad=0.3", "facecolor": "white", "edgecolor": "none"}
+"""Behind a label written across the plot, so that grid lines and the zero line do not run through it."""
+
+
 def _figure(width: float, height: float):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -106,7 +110,8 @@ def score_distribution_figure(reports, labels=None, overlay: bool = False, capti
     ax.set_ylabel("% of games")
     ax.set_title("Score distribution of won games")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left")
+    ax.set_ylim(top=1.15 * ax.get_ylim()[1])  # room for the legend
+    ax.legend(fontsize="small", loc="best")
     positions = np.arange(k)
     bars = ax_lost.bar(positions, lost_shares, 0.7, color=[_colour(i) for i in range(k)])
     ax_lost.bar_label(bars, [_percent(v) for v in lost_shares], fontsize="x-small", padding=2,
@@ -136,13 +141,18 @@ def cards_played_figure(reports, labels=None, caption: str | None = None):
     labels = list(labels or _labels(reports))
     fig = _figure(10, 4.4)
     axes = fig.subplots(1, 2, sharex=True)
+    # Each panel's lines span the same counts of cards, a count no game of a run ended on drawn at 0.
+    spans = []
+    for pairs_of in (lambda r: r.cards_played_wins, lambda r: r.cards_played_losses):
+        counts = [c for r in reports for c, k in pairs_of(r) if k]
+        spans.append(range(min(counts), max(counts) + 1) if counts else range(0))
     for i, (r, label) in enumerate(zip(reports, labels)):
-        for ax, pairs, total, what in ((axes[0], r.cards_played_wins, r.wins, "won"),
-                                       (axes[1], r.cards_played_losses, r.losses, "lost")):
+        for ax, span, pairs, total, what in ((axes[0], spans[0], r.cards_played_wins, r.wins, "won"),
+                                             (axes[1], spans[1], r.cards_played_losses, r.losses, "lost")):
             if pairs and total:
-                xs, ks = zip(*pairs)
-                ax.plot(xs, [100 * k / total for k in ks], marker="o", markersize=3, color=_colour(i),
-                        label=f"{label} ({total:,} {what})")
+                counts = dict(pairs)
+                ax.plot(list(span), [100 * counts.get(c, 0) / total for c in span], marker="o", markersize=3,
+                        color=_colour(i), label=f"{label} ({total:,} {what})")
             else:
                 ax.plot([], [], marker="o", markersize=3, color=_colour(i), label=f"{label} (no {what} games)")
     for ax, what in zip(axes, ("won", "lost")):
@@ -151,7 +161,7 @@ def cards_played_figure(reports, labels=None, caption: str | None = None):
         ax.set_ylabel(f"% of {what} games")
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small", loc="upper left")
+        ax.legend(fontsize="small", loc="best")
     _caption(fig, run_caption(reports) if caption is None else caption)
     return fig
 
@@ -223,13 +233,15 @@ def frontier_figure(labels, rates, lows, highs, per_deal, title: str, caption: s
     zoom = len(strong) >= 2 and len(strong) < k
     fig = _figure(12 if zoom else 7.5, 5.4)
     axes = fig.subplots(1, 2, width_ratios=[1, 1.2]) if zoom else [fig.subplots()]
+    notes = []
     for ax, shown in zip(axes, [range(k), strong] if zoom else [range(k)]):
         for i in shown:
             ax.errorbar([x[i]], [rates[i]], yerr=[[rates[i] - lows[i]], [highs[i] - rates[i]]], fmt="o",
                         capsize=4, color=_colour(i), markersize=7)
             if ax is axes[-1] or i not in strong:
-                ax.annotate(f"{names[i]}\n{_percent(rates[i])}, {x[i]:.2f}", (x[i], rates[i]),
-                            textcoords="offset points", xytext=(7, 0), ha="left", va="center", fontsize="x-small")
+                notes.append((ax, ax.annotate(f"{names[i]}\n{_percent(rates[i])}, {x[i]:.2f}", (x[i], rates[i]),
+                                              textcoords="offset points", xytext=(7, 0), ha="left", va="center",
+                                              fontsize="x-small")))
         ax.set_xlabel("mean score per deal (a lost deal counts 0)")
         ax.grid(alpha=0.3)
     right = max(1.0, float(np.nanmax(x)) if k else 1.0)
@@ -246,7 +258,17 @@ def frontier_figure(labels, rates, lows, highs, per_deal, title: str, caption: s
         axes[1].set_title("the runs with 90% wins or more, zoomed", fontsize="medium")
     axes[0].set_title(title + (": all runs" if zoom else ""), fontsize="medium")
     _caption(fig, caption)
+    _labels_inside(fig, notes)
     return fig
+
+
+def _labels_inside(fig, notes) -> None:
+    """Put a point's label on its left instead when, on its right, it would run past the panel's frame."""
+    fig.canvas.draw()  # lays the figure out, so that the labels' extents are known
+    for ax, note in notes:
+        if note.get_window_extent().x1 > ax.get_window_extent().x1:
+            note.set_horizontalalignment("right")
+            note.xyann = (-7, 0)
 
 
 def paired_difference_figure(pairs, n: int, caption: str = ""):
@@ -271,17 +293,17 @@ def paired_difference_figure(pairs, n: int, caption: str = ""):
         ax.errorbar([d], [row], xerr=[[d - lo], [hi - d]], fmt="o", capsize=5, color=colour)
         ax.annotate(f"{d:+.2f} pp ({lo:+.2f} .. {hi:+.2f}), McNemar p {fmt_p(p.p_value)}", (0.5, row),
                     xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 8), ha="center",
-                    fontsize="x-small")
+                    fontsize="x-small", bbox=LABEL_BOX, zorder=3)
         if p.score_diff is not None and p.score_diff_low is not None:
             s, slo, shi = p.score_diff, p.score_diff_low, p.score_diff_high
             colour = "tab:green" if slo > 0 else "tab:red" if shi < 0 else "tab:gray"
             ax2.errorbar([s], [row], xerr=[[s - slo], [shi - s]], fmt="o", capsize=5, color=colour)
             ax2.annotate(f"{s:+.2f} ({slo:+.2f} .. {shi:+.2f}) over {p.both:,} games", (0.5, row),
                          xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 8),
-                         ha="center", fontsize="x-small")
+                         ha="center", fontsize="x-small", bbox=LABEL_BOX, zorder=3)
         else:
             ax2.annotate(f"{p.both:,} games both won: no interval", (0.5, row), xycoords=("axes fraction", "data"),
-                         ha="center", va="center", fontsize="x-small", color="#555")
+                         ha="center", va="center", fontsize="x-small", color="#555", bbox=LABEL_BOX, zorder=3)
     from matplotlib.ticker import MaxNLocator
 
     for a in (ax, ax2):

@@ -141,11 +141,11 @@ h1 { font-size: 1.35em; margin: 0 0 0.2em; font-weight: 650; }
 .chip.now { background: var(--accent); border-color: #c98c12; font-weight: 700; color: #000; }
 main { display: flex; flex-wrap: wrap; gap: 1.2em; padding: 0.8em 1.2em 1.5em; align-items: flex-start; }
 .game { background: #fff; border-radius: 10px; box-shadow: 0 1px 5px rgba(0,0,0,0.12); padding: 0.8em 1em 1em;
-        flex: 0 1 auto; }
+        flex: 0 1 auto; max-width: 100%; }
 .game h2 { font-size: 1.1em; margin: 0 0 0.4em; display: flex; gap: 0.6em; align-items: baseline; }
 .game h2 .sub { font-weight: 400; color: var(--muted); font-size: 0.85em; }
-.row { display: flex; gap: 1em; align-items: flex-start; }
-.board { background: var(--felt); border-radius: 10px; display: block; }
+.row { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; }
+.board { background: var(--felt); border-radius: 10px; display: block; max-width: 100%; height: auto; }
 .side { width: 170px; display: flex; flex-direction: column; gap: 0.7em; font-size: 0.9em; }
 .side .box { background: #f4f6f5; border-radius: 8px; padding: 0.5em 0.6em; }
 .side .k { color: var(--muted); font-size: 0.8em; text-transform: uppercase; letter-spacing: 0.04em; }
@@ -177,6 +177,12 @@ svg .band { animation: glow 0.7s ease-out forwards; }
 footer { color: var(--muted); font-size: 0.78em; padding: 0 1.2em 1.2em; }
 .legend { display: flex; flex-wrap: wrap; gap: 1.2em; align-items: center; }
 .legend svg { vertical-align: middle; margin-right: 0.3em; }
+@media (max-width: 640px) {  /* a phone: the board fills the width, the boxes go under it, two by two */
+  main { padding: 0.6em 0.5em 1em; }
+  .game { padding: 0.6em 0.6em 0.8em; }
+  .side { width: 100%; flex-direction: row; flex-wrap: wrap; gap: 0.5em; }
+  .side .box { flex: 1 1 40%; }
+}
 @media (prefers-reduced-motion: reduce) { svg .anim-flip, svg .anim-drop, svg .band, .end.show { animation: none; } }
 </style>
 </head>
@@ -399,8 +405,12 @@ footer { color: var(--muted); font-size: 0.78em; padding: 0 1.2em 1.2em; }
         el("rect", {x: x - 3, y: y - 3, width: CARD_W + 6, height: CARD_H + 6, rx: 8, fill: "none",
                     stroke: "#ff7a1a", "stroke-width": 3}, grp);
       }
-      for (var q = 0; q < DATA.maxPile; q++) {  // pile height as pips under the card
-        el("circle", {cx: xy.x + CW / 2 + (q - (DATA.maxPile - 1) / 2) * 9, cy: y + CARD_H + 10, r: 3,
+      // Pile height as pips under the card: one row, or two for piles of more than 4 (clear of the next pile's).
+      var perRow = DATA.maxPile > 4 ? Math.ceil(DATA.maxPile / 2) : DATA.maxPile;
+      for (var q = 0; q < DATA.maxPile; q++) {
+        var line = Math.floor(q / perRow), inRow = Math.min(perRow, DATA.maxPile - line * perRow);
+        el("circle", {cx: xy.x + CW / 2 + (q % perRow - (inRow - 1) / 2) * 9,
+                      cy: y + CARD_H + (perRow < DATA.maxPile ? 7 + 8 * line : 10), r: perRow < DATA.maxPile ? 2.5 : 3,
                       fill: q < height ? "#ffffff" : "none", stroke: "#d8efe2", "stroke-width": 1}, grp);
       }
       var tip = el("title", {}, grp);
