@@ -268,6 +268,21 @@ def test_compare_reuses_only_when_the_weights_file_is_unchanged(tmp_path):
     assert figures(changed.stdout) != figures(first.stdout)
 
 
+def test_compare_reuses_the_run_sim_run_made_with_a_relative_weights_file(tmp_path, monkeypatch):
+    # Both name the run's directory from the file's absolute path, so the games are played once.
+    write_weights(tmp_path / "wz.json", [-3.8, -16.6, -2.2, -15.7, -1.4, 1.2, 4.0])
+    monkeypatch.chdir(tmp_path)
+    r = cli.invoke(app, ["run", "--policy", "heuristic", "--policy-arg", "weights=wz.json", "-n", "500", "-w", "1"])
+    assert r.exit_code == 0, r.output
+    made = [p.name for p in (tmp_path / "results").iterdir()]
+    assert made == ["heuristic-weightswz-seed0-n500"]
+    r = cli.invoke(app, ["compare", "--policy", "heuristic", "--policy", "greedy", "--policy-arg", "weights=wz.json",
+                         "-n", "500", "-w", "1"])
+    assert r.exit_code == 0, r.output
+    assert f"reused {Path('results') / made[0]}" in r.output
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["greedy-seed0-n500", made[0]]
+
+
 # --- 4. resume runs no code it was not given ---------------------------------------------------------
 
 

@@ -591,7 +591,7 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
         raise UsageError(str(e)) from None
     configs = [RunConfig(policy=p, n=n, seed=seed, rules=r, record_deals=record_deals,
                          policy_args=tuple(args_of[p].items())) for p, r in specs]
-    dirs = [default_out(c) for c in configs]
+    dirs = [default_out(settled(c)) for c in configs]  # named as `sim run` names them: file arguments absolute
     if len(set(dirs)) < len(dirs):
         raise UsageError("the same run is asked for twice: " + ", ".join(sorted({str(d) for d in dirs if dirs.count(d) > 1})))
     plan = []
