@@ -311,6 +311,24 @@ def test_resume_of_a_plugin_run_needs_the_plugin_named_again(tmp_path, monkeypat
     assert games_of(tmp_path / "p").equals(want)
 
 
+def test_an_interrupted_plugin_run_says_the_command_that_resumes_it(tmp_path, monkeypatch):
+    import shlex
+
+    plugin = tmp_path / "lowest.py"
+    plugin.write_text(PYTHON_PLUGIN)
+    monkeypatch.chdir(tmp_path)
+    write = runner.write_atomic
+    monkeypatch.setattr(runner, "write_atomic", _Stop(write))  # Ctrl-C at the first part
+    r = cli.invoke(app, ["run", "--policy", "lowest.py:choose", "-n", "300", "--chunk-size", "100", "-w", "1",
+                         "--out", "p b"])
+    monkeypatch.setattr(runner, "write_atomic", write)
+    hint = one_line_error(r, 130).split("Finish with: ")[1]
+    assert hint == shlex.join(["sim", "run", "--resume", "p b", "--policy", f"{plugin.resolve()}:choose"])
+    r = cli.invoke(app, shlex.split(hint)[1:] + ["-q"])
+    assert r.exit_code == 0, r.output
+    assert games_of(tmp_path / "p b").equals(reference_rows(tmp_path, policy=f"{plugin}:choose", n=300))
+
+
 def test_a_dask_run_resumes_locally_unless_told(tmp_path):
     out = tmp_path / "d"
     sim.run(sim.RunConfig(n=2000), out=out, workers=1, chunk_size=500)

@@ -215,9 +215,14 @@ def config_from_manifest(m: dict) -> RunConfig:
     )
 
 
+def _resume_args(config: RunConfig) -> list[str]:
+    """A plugin's run is resumed only with the plugin named again (see `resume`)."""
+    return ["--policy", config.policy] if is_plugin(config.policy) else []
+
+
 PLAY = Job(kind="run", command="run", unit="game", work=play_chunk, frame=games_frame, summarize=summarize,
            warm=_warm, to_compile=_to_compile, payload=_payload, settings=_settings, from_manifest=config_from_manifest,
-           default_out=default_out, default_chunk_size=default_chunk_size)
+           default_out=default_out, default_chunk_size=default_chunk_size, resume_args=_resume_args)
 """`sim run` as a job of sim.jobs.runner."""
 
 

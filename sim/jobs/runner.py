@@ -93,6 +93,16 @@ class Job:
     """(executor, chunk tasks, warm, run directory) -> (k, columns) as chunks complete, when a job's chunks
     make further tasks for idle workers (the solve job's hard deals, checkpointed in the run directory);
     None: `executor.run(work, ...)`."""
+    resume_args: Callable[[object], list[str]] | None = None
+    """config -> what `sim <command> --resume DIR` needs besides the directory (a plugin named again)."""
+
+
+def resume_command(job: Job, config, run_dir: Path) -> str:
+    """The command line that finishes the run in `run_dir`, as the messages of an interrupted run print it."""
+    import shlex
+
+    extra = job.resume_args(config) if job.resume_args is not None else []
+    return shlex.join(["sim", job.command, "--resume", str(run_dir), *extra])
 
 
 def part_name(k: int) -> str:
@@ -573,7 +583,7 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
     from tqdm import tqdm
 
     games_dir = run_dir / GAMES
-    resume_hint = f"sim {job.command} --resume {run_dir}"
+    resume_hint = resume_command(job, config, run_dir)
     todo = (k for k in range(chunk_count(config.n, p.chunk_size)) if part_name(k) not in p.parts)
     missing = chunk_count(config.n, p.chunk_size) - len(p.parts)
     session = {"started": _now(), **p.executor.describe(), "games": 0}
@@ -852,7 +862,7 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
         raise UsageError(f"out {run_dir} exists and is not a directory", "out")
     created = not run_dir.exists()
     had_lock = (run_dir / LOCK).exists()
-    resume_hint = f"Finish with: sim {job.command} --resume {run_dir}"
+    resume_hint = f"Finish with: {resume_command(job, config, run_dir)}"
     _reach(chosen)
     with writer_lock(run_dir):
         _settle_aside(run_dir)
@@ -963,7 +973,7 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
             summary = job.summarize(run_dir, float(m.get("seconds") or 0.0), config.n, "complete")
             return replace(summary, note=f"{run_dir} is complete: nothing was played "
                                          f"(the figures below are that run's).")
-        resume_hint = f"Finish with: sim {job.command} --resume {run_dir}"
+        resume_hint = f"Finish with: {resume_command(job, config, run_dir)}"
         with _resumable_once_saved(resume_hint):
             _warm(job, config, decks is not None, resume_hint, notify)
             return _execute(job, config, run_dir, p, progress, decks)
