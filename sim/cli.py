@@ -749,7 +749,7 @@ def tune(
                f"{fmt_pct(lo)} .. {fmt_pct(hi)}; seed {result.settings['validation_seed']}, "
                f"{result.settings['validation_n']:,} games)")
     if out is not None:
-        typer.echo(f"wrote {out}")
+        say(f"wrote {out}", quiet)
 
 
 # --- sim train (sim/analysis/train.py) ---------------------------------------------
@@ -815,7 +815,7 @@ def train(
     typer.echo(f"  win rate            {fmt_pct(result.validation_win_rate)} (95% CI {fmt_pct(lo)} .. {fmt_pct(hi)})")
     typer.echo(f"  mean score per deal {result.validation_mean_score:.2f} (a loss counts 0)")
     if out is not None:
-        typer.echo(f"wrote {out}")
+        say(f"wrote {out}", quiet)
 
 
 # --- sim solve (sim/jobs/solve.py) ---------------------------------------------

@@ -245,6 +245,13 @@ def test_report_shows_a_non_zero_upper_bound_for_no_wins(tmp_path):
 
 
 def test_tune_prints_a_baseline_first_and_every_win_rate_alike(tmp_path):
+    r = invoke("tune", "-n", "300", "--rounds", "2", "--population", "4", "--elite", "2", "-w", "1",
+               "--out", tmp_path / "w.json")
+    assert r.exit_code == 0, r.output
+    assert r.stderr.strip().splitlines()[-1] == f"wrote {tmp_path / 'w.json'}" and "wrote" not in r.stdout
+    r = invoke("tune", "-n", "300", "--rounds", "1", "--population", "4", "--elite", "2", "-w", "1",
+               "--out", tmp_path / "w.json", "-q")
+    assert r.exit_code == 0 and r.stderr == "" and "wrote" not in r.stdout, r.output
     r = invoke("tune", "-n", "300", "--rounds", "2", "--population", "4", "--elite", "2", "-w", "1")
     assert r.exit_code == 0, r.output
     progress = r.stderr.strip().splitlines()

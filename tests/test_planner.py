@@ -318,6 +318,7 @@ def test_sim_train_writes_a_values_file_planner_plays(tmp_path):
     r = invoke("train", "-n", "30", "--rounds", "1", "--seed", "7", "--validation-n", "10", "--out", out)
     assert r.exit_code == 0, r.output
     assert "held-out seed 8" in r.stdout and "mean score per deal" in r.stdout
+    assert f"wrote {out}" in r.stderr and "wrote" not in r.stdout  # a notice, on stderr
     data = json.loads(out.read_text())
     assert data["settings"]["seed"] == 7
     cols = sim.play_range(1, 0, 3, "planner", policy_args={"values": str(out)})
@@ -325,6 +326,7 @@ def test_sim_train_writes_a_values_file_planner_plays(tmp_path):
     again = tmp_path / "again.json"
     r = invoke("train", "-n", "30", "--rounds", "1", "--seed", "7", "--validation-n", "10", "--out", again, "-q")
     assert r.exit_code == 0, r.output
+    assert "wrote" not in r.output  # --quiet: no notices
     assert again.read_bytes() == out.read_bytes()  # the same file bit for bit
 
 
