@@ -384,7 +384,14 @@ def replay(
             args_of = policy_args_for(policies, args)
         else:
             args_of = {policies[0]: args}
-        games = [replay_game(cards, p, rules, seed=seed, game=game, policy_args=args_of[p]) for p in policies]
+        from sim.players.api import to_compile
+
+        games = []
+        for p in policies:
+            what = to_compile(p, args_of[p], seeded=False, replay=True)
+            if what:
+                say(f"compiling {what}…", quiet)
+            games.append(replay_game(cards, p, rules, seed=seed, game=game, policy_args=args_of[p]))
     if html is not None:
         from sim.analysis.html import write_page
         from sim.analysis.replay_page import replay_page

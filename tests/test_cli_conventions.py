@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import typer
@@ -19,6 +20,7 @@ import sim
 from sim.cli import app, show_progress
 
 cli = CliRunner()
+ROOT = Path(__file__).resolve().parent.parent
 CHUNKED = {"run", "solve", "compare", "sweep"}
 """Commands whose work is split in chunks (-v logs one line per chunk)."""
 
@@ -327,6 +329,18 @@ QUIET_AND_VERBOSE = {"run": ["-n", "5"], "solve": ["-n", "1"], "compare": ["-p",
                      "sweep": ["--rule", "max_pile=3,4", "-n", "5"], "report": ["nowhere"], "tune": ["-n", "5"],
                      "train": ["-n", "5"]}
 """Every command taking --quiet and -v, with just enough arguments to start work."""
+
+
+@pytest.mark.slow  # two compiles of a plugin's game loop
+def test_replay_says_what_it_compiles_and_how_often(tmp_path):
+    # A compiled plugin's loop is compiled by every command that plays it, and each says so (not "first run only").
+    plugin = ROOT / "examples" / "compiled_policy.py"
+    notice = f"compiling the game loop of the plugin {plugin}:choose (every run: a plugin's loop is not cached)…"
+    r = invoke("replay", "--policy", f"{plugin}:choose", "--game", "1")
+    assert r.exit_code == 0, r.output
+    assert r.stderr.splitlines() == [notice] and "compiling" not in r.stdout
+    r = invoke("replay", "--policy", f"{plugin}:choose", "--game", "1", "-q")
+    assert r.exit_code == 0 and r.stderr == "", r.output
 
 
 def test_quiet_and_verbose_contradict_everywhere(tmp_path, monkeypatch):

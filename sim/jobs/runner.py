@@ -78,7 +78,8 @@ class Job:
     warm: Callable[[object, bool], None]
     """(config, from a deal file) -> None: compiles or loads what `work` needs, before workers start."""
     to_compile: Callable[[object, bool], str | None]
-    """(config, from a deal file) -> what `warm` will compile (None when numba's cache has it all)."""
+    """(config, from a deal file) -> what `warm` will compile and how often, e.g. "the solver (first run only)"
+    (None when numba's cache has it all)."""
     payload: Callable[[object], dict]
     """config -> what every chunk's payload carries besides its rows and decks."""
     settings: Callable[[object], dict]
@@ -706,7 +707,7 @@ def _warm(job: Job, config, from_file: bool, then: str, notify=None) -> None:
         with _interrupt_on_sigterm():
             what = job.to_compile(config, from_file) if notify is not None else None
             if what:
-                notify(f"compiling {what} (first run only)…")
+                notify(f"compiling {what}…")
             job.warm(config, from_file)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted before any game was played. {then}") from None

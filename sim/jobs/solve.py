@@ -539,7 +539,7 @@ def _warm(config: SolveConfig, from_file: bool) -> None:
 
 def _to_compile(config: SolveConfig, from_file: bool) -> str | None:
     what = to_compile("oracle", seeded=not from_file, decks=from_file)  # the solver and greedy's game
-    return None if what is None else "the solver"
+    return None if what is None else "the solver (first run only)"
 
 
 def _payload(config: SolveConfig) -> dict:

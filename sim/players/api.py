@@ -176,7 +176,8 @@ def _in_cache(dispatcher) -> bool:
 
 def to_compile(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded: bool = True,
                decks: bool = False, replay: bool = False) -> str | None:
-    """What `warm_up` with these arguments would compile (e.g. "the engine for greedy"), or None when all is cached.
+    """What `warm_up` with these arguments would compile, saying how often (e.g. "the engine for greedy (first
+    run only)"), or None when all is cached.
 
     A compiled plugin's loop is never cached on disk, so it is always named.
     """
@@ -184,7 +185,7 @@ def to_compile(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded:
 
     spec = resolve(policy, policy_args)
     if spec.kind == "compiled":
-        return f"the game loop of the plugin {spec.name}"
+        return f"the game loop of the plugin {spec.name} (every run: a plugin's loop is not cached)"
     needed = [deal_batch]
     if spec.kind == "oracle":
         from sim.engine.loop import play_line
@@ -198,7 +199,7 @@ def to_compile(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded:
             needed.append(loops.games)
     if all(_in_cache(d) for d in needed):
         return None
-    return f"the engine for {policy if isinstance(policy, str) else policy.name}"
+    return f"the engine for {policy if isinstance(policy, str) else policy.name} (first run only)"
 
 
 def warm_up(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded: bool = True, decks: bool = False,
