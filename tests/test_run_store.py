@@ -663,6 +663,14 @@ def test_a_manifest_with_a_field_edited_to_nonsense_is_a_one_line_error(tmp_path
             assert r.exit_code in (1, 2), (key, r.output)
             one_line_error(r, r.exit_code)
         assert len(list((out / "games").iterdir())) == 5, "a refused resume leaves the parts alone"
+    # The fields every manifest has: a wrong one is named, as damage to this project's manifest.
+    for key, value in {"status": "weird", "seed": "x", "parts": 5, "rules": None, "n": True}.items():
+        path.write_text(json.dumps({**m, key: value}))
+        for args in (["run", "--resume", out, "-w", "1", "-q"], ["report", out], ["compare", out, out]):
+            line = one_line_error(cli.invoke(app, list(map(str, args))), 1)
+            assert f"{path} is damaged: {key} is {value!r}" in line, line
+        listed = json.loads(cli.invoke(app, ["ls", str(tmp_path), "-f", "json"]).stdout)["runs"]
+        assert [r["status"] for r in listed] == ["damaged"], listed
 
 
 @pytest.mark.slow  # compiles two plugins, uncached

@@ -19,7 +19,9 @@ import polars as pl
 from sim.analysis.tables import Table, fmt_int, fmt_pct, pct_digits, rules_text
 from sim.engine.results import games_table
 from sim.engine.rules import Rules
-from sim.jobs.runner import MANIFEST, RunError, UsageError, is_manifest, read_manifest, run_parts
+from sim.jobs.runner import (
+    FORMAT, MANIFEST, RunError, UsageError, is_manifest, manifest_problem, read_manifest, run_parts,
+)
 from sim.jobs.solve import solve_frame
 
 __all__ = ["RunListing", "list_runs", "listing_table", "load"]
@@ -169,6 +171,9 @@ def _checked_listing(run_dir: Path, m: dict) -> RunListing:
     kind = m.get("kind", "run")
     status, problem, done, rate, rate_high = m.get("status", "unknown"), None, 0, None, None
     try:
+        problem = manifest_problem(m)
+        if problem:
+            raise RunError(f"{MANIFEST}: {problem}")
         parts = run_parts(run_dir, m)
         if parts and kind == "solve":
             counts = dict(pl.scan_parquet(parts).group_by("outcome").len().collect().iter_rows())
@@ -211,7 +216,7 @@ def _manifest_of(path: Path) -> dict | str | None:
         return f"cannot read {MANIFEST}: {e}"
     if not isinstance(m, dict):
         return f"{MANIFEST} holds a JSON {type(m).__name__}, not an object"
-    return m if is_manifest(m) else None
+    return m if is_manifest(m) or m.get("format") == FORMAT else None
 
 
 def list_runs(root: str | Path = "results", depth: int = 3) -> list[RunListing]:

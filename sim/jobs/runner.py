@@ -225,6 +225,7 @@ def _now() -> str:
 
 _SHAPE = {"n": int, "seed": int, "rules": dict, "chunk_size": int, "parts": dict, "status": str}
 """Keys every manifest has, with their types (older manifests, from before the format marker, too)."""
+_TYPE_NAMES = {int: "whole number", dict: "JSON object", str: "string", list: "JSON list"}
 
 
 def is_manifest(m) -> bool:
@@ -235,12 +236,18 @@ def is_manifest(m) -> bool:
     return shaped and (m.get("format") == FORMAT or "deal_algorithm" in m)
 
 
-def _manifest_problem(m: dict) -> str | None:
-    """What makes a manifest's fields unusable (hand-edited, say), beyond `is_manifest`'s shape; None when none."""
+def manifest_problem(m: dict) -> str | None:
+    """What makes the fields of a manifest with this project's marker (or `is_manifest`'s shape) unusable
+    (hand-edited, say); None when none."""
+    for key, kind in _SHAPE.items():
+        if not isinstance(m.get(key), kind) or isinstance(m.get(key), bool):
+            return f"{key} is {m.get(key)!r}, not a {_TYPE_NAMES[kind]}"
     if not isinstance(m.get("format_version", 0), int) or isinstance(m.get("format_version"), bool):
         return f"format_version {m.get('format_version')!r} is not a whole number"
     if m.get("kind", "run") not in ("run", "solve"):
         return f"kind {m.get('kind')!r} is neither run nor solve"
+    if m["status"] not in ("incomplete", "complete"):
+        return f"status is {m['status']!r}, neither incomplete nor complete"
     if m["n"] < 1 or m["chunk_size"] < 1:
         return f"n {m['n']} and chunk_size {m['chunk_size']} must be at least 1"
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in m["parts"].values()):
@@ -249,7 +256,7 @@ def _manifest_problem(m: dict) -> str | None:
         return "part_info must give each part's rows, games and SHA-256"
     for key, kind in (("sessions", list), ("policy_args", dict), ("files", dict), ("started", str)):
         if m.get(key) is not None and not isinstance(m[key], kind):
-            return f"{key} is not a {kind.__name__}"
+            return f"{key} is {m[key]!r}, not a {_TYPE_NAMES[kind]}"
     return None
 
 
@@ -262,12 +269,12 @@ def read_manifest(run_dir: Path) -> dict:
         m = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise RunError(f"cannot read {path}: {e}") from None
-    if not is_manifest(m):
+    if not is_manifest(m) and not (isinstance(m, dict) and m.get("format") == FORMAT):
         raise UsageError(f"{path} is not the manifest of a foursquare-sim run")
     if (m.get("format") == FORMAT and isinstance(m.get("format_version", 0), int)
             and m.get("format_version", 0) > FORMAT_VERSION):
         raise UsageError(f"{path} was written by a newer foursquare-sim (format {m.get('format_version')})")
-    problem = _manifest_problem(m)
+    problem = manifest_problem(m)  # a field of this project's manifest edited to nonsense
     if problem:
         raise RunError(f"{path} is damaged: {problem}")
     return m
