@@ -922,6 +922,7 @@ def list_runs(
     root: Annotated[Optional[Path], typer.Argument(metavar="[DIR]", help="Where to look (default results/).",
                                                    show_default=False)] = None,
     fmt: FormatOpt = "text",
+    quiet: QuietOpt = False,
 ):
     """List the runs in results/ (or DIR): kind, policy, n, seed, rules, status, win rate or winnability, start.
 
@@ -932,6 +933,7 @@ def list_runs(
     from sim.analysis.datasets import list_runs as find_runs, listing_table
 
     _check_format(fmt)
+    logging_options(0, quiet)  # the warnings about files in a run that are not its parts, unless --quiet
     where = Path("results") if root is None else root
     if not where.is_dir():
         fail(f"{where} is not a directory" + (" (no runs yet: `sim run` writes results/<run>)" if root is None else ""))

@@ -187,3 +187,13 @@ def test_a_scheduler_that_does_not_answer_is_an_error_before_anything_is_made(tm
         assert r.exit_code == 1 and r.stderr.count("\n") == 1, r.output
         assert r.stderr.startswith(f"Error: cannot reach the Dask scheduler at tcp://127.0.0.1:{port}"), r.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ls_warns_of_files_that_are_not_a_runs_parts_unless_quiet(tmp_path):
+    sim.run(sim.RunConfig(n=50), out=tmp_path / "r", workers=1)
+    (tmp_path / "r" / "games" / "part-00099.parquet").write_bytes(b"not a part")
+    r = invoke("ls", str(tmp_path))
+    assert r.exit_code == 0 and "part-00099.parquet, which is not a part of this run" in r.stderr, r.output
+    assert "complete" in r.stdout
+    r = invoke("ls", str(tmp_path), "-q")
+    assert r.exit_code == 0 and r.stderr == "" and "complete" in r.stdout, r.output
