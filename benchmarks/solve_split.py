@@ -1,6 +1,7 @@
 """A solve job that ends with hard deals: wall time with idle workers helping (split solves) and without.
 
     python benchmarks/solve_split.py [--hard 7] [--easy 16] [--split-after 1e6] [--workers 2] [--repeat 2]
+                                     [--sat-conflicts 0]
 
 The job solves a deal file: `--easy` deals of seed 0 that settle quickly,
 then the `--hard` deals of seed 0 (their best score takes millions of nodes
@@ -13,6 +14,10 @@ worker pool:
 - alone: the same schedule with each deal's subtrees searched by its own
   worker only (the rows are checked to be identical to help's);
 - serial: `--split-after 0`, the serial solve (other nodes, same scores).
+
+All three measure the search alone (`--sat-conflicts 0`, the default here):
+with the SAT questions, the serial solve would settle the hard deals
+without the search the other two split.
 
 It prints each run's wall time and nodes, and the median ratios. Wall
 times on a machine shared with other work say little about helping (the
@@ -81,6 +86,8 @@ def main() -> None:
     parser.add_argument("--split-after", default="1e6")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--sat-conflicts", default="0",
+                        help="conflicts per SAT question, as sim solve takes it (default 0: the search alone)")
     args = parser.parse_args()
     hard = [int(g) for g in args.hard.split(",")]
     split = parse_count(args.split_after)
@@ -98,7 +105,7 @@ def main() -> None:
         for rep in range(args.repeat):
             rows = {}
             for name, (job, k) in ways.items():
-                config = SolveConfig(deals=str(path), split_after=k)
+                config = SolveConfig(deals=str(path), split_after=k, sat_conflicts=parse_count(args.sat_conflicts, zero=True))
                 t0 = time.perf_counter()
                 s = runner.start(job, config, out=tmp / f"{name}{rep}", workers=args.workers, chunk_size=1)
                 wall = time.perf_counter() - t0
