@@ -907,8 +907,10 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
             if not (replacing and (run_dir / ASIDE / MANIFEST).exists()):
                 raise
             # Stopped before _execute's own handling began (which puts the run back itself).
-            with contextlib.suppress(OSError):
+            try:
                 _put_back(run_dir)
+            except OSError:
+                raise e from None  # the next writer tries again (`_settle_aside`)
             what = "interrupted before any game was played" if isinstance(e, Interrupted) else str(e)
             raise type(e)(_then(what, f"{run_dir} still holds the run it had.")) from None
 
