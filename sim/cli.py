@@ -53,7 +53,22 @@ log = logging.getLogger("sim.cli")
 
 
 class HelpCommand(typer.core.TyperCommand):
-    """A command whose help names each argument by its metavar alone (typer would add `<list[Path]>`)."""
+    """A command whose help names each argument by its metavar alone (typer would add `<list[Path]>`), and
+    whose options that take one value are refused when given twice."""
+
+    def parse_args(self, ctx, args):
+        """A usage error for an option of one value given twice (`sim run -p greedy -p random`): the parser
+        would keep the last without a word, and the user may have meant something else (sim compare)."""
+        _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+        seen = set()
+        for param in order:
+            if param.param_type_name != "option" or param.multiple or param.count or param.is_flag:
+                continue
+            if param.name in seen:
+                names = "/".join(sorted(param.opts, key=len, reverse=True))
+                raise _parser_error("UsageError")(f"{names} is given more than once; give it once", ctx=ctx)
+            seen.add(param.name)
+        return super().parse_args(ctx, args)
 
     def collect_usage_pieces(self, ctx) -> list[str]:
         """The usage line's pieces: [OPTIONS], then each argument as its metavar (e.g. RUN...)."""

@@ -197,3 +197,17 @@ def test_ls_warns_of_files_that_are_not_a_runs_parts_unless_quiet(tmp_path):
     assert "complete" in r.stdout
     r = invoke("ls", str(tmp_path), "-q")
     assert r.exit_code == 0 and r.stderr == "" and "complete" in r.stdout, r.output
+
+
+@pytest.mark.parametrize("args,named", [
+    (["run", "-p", "greedy", "-p", "random", "-n", "10"], "--policy/-p"),
+    (["run", "-n", "10", "--seed", "1", "--seed", "2"], "--seed"),
+    (["sweep", "-n", "10", "-n", "20", "--rule", "grid=3,4"], "-n"),
+    (["solve", "-n", "2", "--node-limit", "10", "--node-limit", "20"], "--node-limit"),
+])
+def test_an_option_of_one_value_given_twice_is_a_usage_error(tmp_path, monkeypatch, args, named):
+    # The parser would keep the last one without a word; repeatable options (--rule, compare's -p) stay so.
+    monkeypatch.chdir(tmp_path)
+    r = invoke(*args)
+    assert r.exit_code == 2 and r.stderr.startswith(f"Error: {named} is given more than once"), r.output
+    assert r.stderr.count("\n") == 1 and list(tmp_path.iterdir()) == []
