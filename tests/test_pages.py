@@ -77,7 +77,7 @@ def test_every_turn_of_the_page_matches_a_board_stepped_by_hand(tmp_path):
     deck = sim.deal(0, 7)
     out = tmp_path / "r.html"
     res = cli.invoke(app, ["replay", "--deck", " ".join(map(str, deck)), "--html", str(out), "-q"])
-    assert res.exit_code == 0, res.output and res.stderr == ""
+    assert res.exit_code == 0 and res.stderr == "", res.output  # -q: nothing on stderr
     data = page_data(out)
     assert data["source"] == "a given deck"
     board = sim.Board()

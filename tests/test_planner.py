@@ -226,14 +226,16 @@ def test_leaf_value_is_the_dot_product_of_the_sparse_features():
 # --- play -------------------------------------------------------------------------------------
 
 
-@settings(max_examples=12, deadline=None)
-@given(game=st.integers(0, 10_000), shuffle=st.integers(0, 2**32 - 1), at=st.floats(0, 1))
-def test_permuting_the_unseen_stock_never_changes_its_choice(game, shuffle, at):
+@settings(max_examples=4, deadline=None)
+@given(game=st.integers(0, 10_000), shuffle=st.integers(0, 2**32 - 1))
+def test_permuting_the_unseen_stock_never_changes_its_choice(game, shuffle):
+    # At every turn of the game: a leak of the stock's order shows at the turn that could see it.
     deck = sim.deal(31, game)
     base = sim.play(deck, "planner", seed=31, game=game)
-    t = int(at * (min(base.cards_played, 39) - 1))
-    other = sim.play(permuted_after(deck, t, random.Random(shuffle)), "planner", seed=31, game=game)
-    assert other.moves[: t + 1] == base.moves[: t + 1]
+    rng = random.Random(shuffle)
+    for t in range(min(base.cards_played, 39)):
+        other = sim.play(permuted_after(deck, t, rng), "planner", seed=31, game=game)
+        assert other.moves[: t + 1] == base.moves[: t + 1], t
 
 
 def test_planner_plays_legal_cells_under_other_rules():

@@ -329,6 +329,44 @@ def test_an_interrupted_plugin_run_says_the_command_that_resumes_it(tmp_path, mo
     assert games_of(tmp_path / "p b").equals(reference_rows(tmp_path, policy=f"{plugin}:choose", n=300))
 
 
+def test_resume_refuses_a_deal_file_that_changed_or_is_gone(tmp_path):
+    path = tmp_path / "decks.jsonl"
+    path.write_text("".join(json.dumps({"deck": list(sim.deal(4, g))}) + "\n" for g in range(30)))
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=None, deals=str(path)), out=out, workers=1, chunk_size=10)
+    want = games_of(out)
+    m = json.loads((out / "manifest.json").read_text())
+    (out / "games" / "part-00002.parquet").unlink()
+    (out / "manifest.json").write_text(json.dumps({**m, "status": "incomplete"}))
+    original = path.read_text()
+    path.write_text(original.replace(json.dumps({"deck": list(sim.deal(4, 25))}),
+                                     json.dumps({"deck": list(sim.deal(4, 99))})))
+    line = one_line_error(cli.invoke(app, ["run", "--resume", str(out), "-w", "1"]), 2)
+    assert f"deal file {path.resolve()} has changed" in line
+    path.unlink()
+    line = one_line_error(cli.invoke(app, ["run", "--resume", str(out), "-w", "1"]), 2)
+    assert f"deal file {path.resolve()} is gone" in line
+    assert sorted(p.name for p in (out / "games").iterdir()) == ["part-00000.parquet", "part-00001.parquet"]
+    path.write_text(original)
+    sim.resume(out, workers=1)
+    assert games_of(out).equals(want)
+
+
+def test_resume_plays_again_a_part_the_manifest_does_not_list_yet_when_it_is_not_its_chunk(tmp_path):
+    # As an interruption leaves it: part 2 written after the manifest's last write, so not listed; here it is
+    # a copy of part 0 (the wrong games), which only its own metadata and game range can tell.
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
+    want = games_of(out)
+    m = json.loads((out / "manifest.json").read_text())
+    del m["parts"]["part-00002.parquet"], m["part_info"]["part-00002.parquet"]
+    (out / "manifest.json").write_text(json.dumps({**m, "status": "incomplete"}))
+    shutil.copy(out / "games" / "part-00000.parquet", out / "games" / "part-00002.parquet")
+    sim.resume(out, workers=1)
+    assert games_of(out).equals(want)
+    assert cli.invoke(app, ["report", str(out)]).exit_code == 0
+
+
 def test_a_dask_run_resumes_locally_unless_told(tmp_path):
     out = tmp_path / "d"
     sim.run(sim.RunConfig(n=2000), out=out, workers=1, chunk_size=500)

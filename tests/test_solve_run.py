@@ -11,6 +11,8 @@ import sim
 from sim.cli import app
 from sim.jobs import runner
 
+from test_solver import replay
+
 NODES = 20_000
 COLUMNS = ["game", "outcome", "score", "proven_best", "nodes", "seconds", "moves", "score_bound"]
 
@@ -37,7 +39,7 @@ def test_rows_are_the_solver_s_results_whatever_the_workers_and_chunks(tmp_path,
             assert row["score_bound"] is not None and row["score_bound"] <= 24
         if row["outcome"] == "won":
             assert row["score"] <= row["score_bound"] and (row["score"] == row["score_bound"]) == row["proven_best"]
-            assert sim.play(sim.deal(4, row["game"]), "oracle").won
+            assert replay(sim.deal(4, row["game"]), row["moves"]) == (True, row["score"])
         else:
             assert row["score"] is None and row["moves"] is None
     m = json.loads((a.path / "manifest.json").read_text())
@@ -74,6 +76,8 @@ def test_summary_brackets_unresolved_deals(tmp_path, read_games):
     # every deal greedy wins is won, with greedy's score at least
     games = sim.play_range(1, 0, 30, "greedy")
     assert set(np.flatnonzero(games.won)) <= set(np.flatnonzero(df["outcome"] == "won"))
+    for g in np.flatnonzero(games.won):
+        assert df["score"][int(g)] >= games.score[g]
 
 
 def test_cli_solve_report_and_errors(tmp_path):

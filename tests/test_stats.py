@@ -57,6 +57,14 @@ def test_paired_interval_matches_a_textbook_example():
     assert (low + high) / 2 == pytest.approx((150 - 86) / 1600, abs=1e-3)
 
 
+def test_paired_interval_is_bonett_and_price_s_formula_worked_by_hand():
+    # n = 50 pairs, b = 10, c = 4: p12 = 11/52, p21 = 5/52, d = 6/52 = 0.1153846;
+    # (p12 + p21 - d**2) / 52 = (832 - 36) / 2704 / 52 = 796 / 140608 = 0.005661129;
+    # half width 1.959964 * sqrt(0.005661129) = 0.1474686: d -/+ it.
+    low, high = paired_difference_interval(50, 10, 4)
+    assert low == pytest.approx(6 / 52 - 0.1474686, abs=2e-7) and high == pytest.approx(6 / 52 + 0.1474686, abs=2e-7)
+
+
 def test_paired_interval_is_antisymmetric_and_never_degenerate():
     low, high = paired_difference_interval(50, 7, 2)
     low2, high2 = paired_difference_interval(50, 2, 7)
