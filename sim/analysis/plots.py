@@ -208,9 +208,15 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
     ax2.set_ylim(0, max(1.0, np.nanmax(np.where(np.isnan(hi), means, hi)) * 1.15) if not np.all(np.isnan(means))
                  else 1.0)
     ax2.set_ylabel("mean score of wins\n(95% CI)")
-    longest = max((len(line) for v in labels for line in str(v).splitlines()), default=0)
-    rotate = longest * CAPTION_CHAR_PX * 0.9 > 0.85 * fig.get_figwidth() * DPI / max(k, 1)
-    ax2.set_xticks(x, labels, rotation=30 if rotate else 0, ha="right" if rotate else "center", fontsize="small")
+    # A label wider than its column is wrapped at its spaces (run settings, "node_limit=3000 split_after=0"),
+    # and turned only when a single word is still too wide.
+    column = 0.85 * fig.get_figwidth() * DPI / max(k, 1)
+    chars = max(8, int(column / (CAPTION_CHAR_PX * 0.9)))
+    wrapped = [str(v) if "\n" in str(v) else textwrap.fill(str(v), chars, break_long_words=False) for v in labels]
+    longest = max((len(line) for v in wrapped for line in v.splitlines()), default=0)
+    rotate = longest * CAPTION_CHAR_PX * 0.9 > column
+    ax2.set_xticks(x, labels if rotate else wrapped, rotation=30 if rotate else 0, ha="right" if rotate else "center",
+                   fontsize="small")
     ax2.grid(axis="y", alpha=0.3)
     _caption(fig, caption)
     return fig
