@@ -282,3 +282,14 @@ def test_report_of_a_solve_run_draws_the_best_scores(tmp_path):
     res = cli.invoke(app, ["compare", str(run), str(other), "--png", str(tmp_path / "cmp"), "-q"])
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == ["frontier.png", "paired_difference.png", "win_rate.png"]
+
+
+def test_long_run_labels_are_wrapped_at_their_spaces_not_turned():
+    long = ["node_limit=none split_after=0 time_limit=2.0", "node_limit=3000 split_after=8000000 time_limit=none"]
+    fig = plots.win_rate_figure(long, [1.0, 0.93], [0.89, 0.79], [1.0, 0.98], [23.9, 23.1], "win rate")
+    ticks = fig.axes[1].get_xticklabels()
+    assert [t.get_text().replace("\n", " ") for t in ticks] == long
+    assert all(t.get_rotation() == 0 for t in ticks) and any("\n" in t.get_text() for t in ticks)
+    one_word = plots.win_rate_figure(["greedy-seed0-n20000-max_face_down5"] * 4, [0.1] * 4, [0.09] * 4, [0.11] * 4,
+                                     [4.0] * 4, "win rate")
+    assert all(t.get_rotation() == 30 for t in one_word.axes[1].get_xticklabels())  # nowhere to wrap: turned
