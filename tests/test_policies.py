@@ -235,3 +235,28 @@ def test_a_file_plugin_has_the_same_module_name_in_every_process():
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
         names.add(out.stdout.strip())
     assert len(names) == 1 and "foursquare_plugin_compiled_policy_" in names.pop()
+
+
+def test_a_python_policy_s_board_copy_plays_the_turn_with_the_drawn_card(tmp_path):
+    # board().place(cell, card) is this turn: before it the copy's stock still holds the drawn card, after it
+    # the copy's stock is the position's (the drawn card out once); any difference stops the game.
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "def choose(position, card):\n"
+        "    board = position.board()\n"
+        "    assert board.stock_counts()[card] == position.stock_counts()[card] + 1\n"
+        "    board.place(position.legal_cells()[0], card)\n"
+        "    assert board.stock_counts() == position.stock_counts()\n"
+        "    assert sum(board.stock_counts().values()) == 40 - (position.turn + 1)\n"
+        "    return position.legal_cells()[0]\n")
+    for game in range(3):
+        result = sim.play(sim.deal(0, game), f"{probe}:choose")
+        assert result.cards_played > 4
+
+
+def test_a_board_refuses_a_fifth_card_of_a_rank():
+    board = sim.Board()
+    for cell in (24, 24, 24, 24):
+        board.place(cell, 7)
+    with pytest.raises(ValueError, match="no card of rank 7 is left"):
+        board.place(board.legal_cells()[0], 7)

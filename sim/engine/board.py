@@ -74,6 +74,8 @@ class Board:
         cell, rank = _check_cell(cell), _check_rank(rank)
         if cell not in self.legal_cells():
             raise ValueError(f"cell {cell} is not legal here; legal cells: {list(self.legal_cells())}")
+        if self.state[K.STOCK + rank] <= 0:
+            raise ValueError(f"no card of rank {rank} is left in the stock (the deck has {K.COPIES} of each)")
         before = int(self.state[K.FACE_DOWN])
         K.draw(self.state, rank)
         fired = int(K.place(self.state, self._rules, cell, rank))

@@ -176,8 +176,9 @@ class Position:
     policy does to it reaches the game.
     """
 
-    def __init__(self, board: Board, seed: int, game: int, rng: random.Random):
+    def __init__(self, board: Board, seed: int, game: int, rng: random.Random, card: int | None = None):
         self._board = _copy(board)
+        self._card = card
         self.seed = seed
         """Seed of the run (with `game`, what the policy's randomness may depend on)."""
         self.game = game
@@ -230,8 +231,16 @@ class Position:
         return self._board.stock_counts()
 
     def board(self) -> Board:
-        """A copy of the position as a Board, to try placements on."""
-        return _copy(self._board)
+        """A copy of the position as a Board, to try placements on: `board().place(cell, card)` plays this turn.
+
+        Its stock still holds the drawn card (Board.place draws the card it places), so after that placement
+        its stock is the one the next turn draws from.
+        """
+        b = _copy(self._board)
+        if self._card is not None:
+            b.state[K.STOCK + self._card] += 1
+            b.state[K.STOCK_LEFT] += 1
+        return b
 
 
 def _copy(board: Board) -> Board:
@@ -288,7 +297,7 @@ def python_game(deck, decide, rules: Rules, seed: int, game: int, name: str) -> 
             code, played = K.END_NO_MOVE, t
             break
         try:
-            cell = decide(Position(board, seed, game, py_random), state.copy(), card, legal, rng)
+            cell = decide(Position(board, seed, game, py_random, card), state.copy(), card, legal, rng)
         except Exception as e:
             message = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
             raise PolicyError(f"policy {name!r} raised {type(e).__name__}: {message} "
