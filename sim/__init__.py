@@ -11,8 +11,13 @@ Names are loaded on first use (PEP 562), so ``import sim`` (and the CLI's
 """
 
 import importlib
+import logging
 
 from sim.version import __version__
+
+# A library's warnings (files in a run that are not its parts, an incomplete run read) reach the program's
+# logging set-up, the CLI's included, and are never printed by logging's last-resort handler otherwise.
+logging.getLogger("sim").addHandler(logging.NullHandler())
 
 _EXPORTS = {
     "Board": "sim.engine.board", "Placement": "sim.engine.board",

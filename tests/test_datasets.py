@@ -3,6 +3,8 @@ DuckDB examples; and solve runs: default directories per limit and mode, `sim co
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -225,3 +227,18 @@ def test_compare_two_solve_runs_deal_by_deal(tmp_path):
     assert mixed.exit_code == 2, mixed.output
     lines = mixed.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: cannot pair a solve run with a run of games")
+
+
+def test_library_warnings_are_not_printed_unless_logging_is_set_up(tmp_path):
+    # `sim.load` of a run with a stray file warns through logging; without any handler it prints nothing.
+    code = (
+        "import sim\n"
+        "s = sim.run(sim.RunConfig(n=100), out='g', workers=1)\n"
+        "open('g/games/notes.txt', 'w').write('x')\n"
+        "assert sim.load('g').collect().height == 100\n"
+        "import logging; logging.basicConfig()\n"
+        "sim.load('g').collect()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "" and r.stderr.count("ignoring games/notes.txt") == 1, r.stderr  # after basicConfig only
