@@ -327,3 +327,19 @@ def test_a_signal_just_after_the_first_manifest_is_an_interrupt_that_says_how_to
     assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
     monkeypatch.setattr(runner, "_save", real_save)
     assert sim.resume(out, workers=1).games == 500
+
+
+def test_a_policy_that_goes_wrong_in_a_worker_is_a_policy_error(tmp_path):
+    # An illegal cell after the warm-up game: raised in a worker, it is still the policy's fault (PolicyError,
+    # naming seed, game and turn), as it is for a game played in this process.
+    plugin = tmp_path / "late.py"
+    plugin.write_text("def choose(position, card):\n"
+                      "    if position.turn == 2 and position.game == 7:\n"
+                      "        return 48\n"
+                      "    return position.legal_cells()[0]\n")
+    for workers in (1, 2):
+        with pytest.raises(sim.PolicyError, match=r"illegal cell 48.*seed 0, game 7, turn 3"):
+            sim.run(sim.RunConfig(policy=f"{plugin}:choose", n=20), workers=workers, chunk_size=5,
+                    out=tmp_path / f"w{workers}")
+    with pytest.raises(sim.PolicyError, match="illegal cell 48"):
+        sim.play(sim.deal(0, 7), f"{plugin}:choose", seed=0, game=7)

@@ -673,10 +673,10 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
         raise Interrupted(f"interrupted; {len(p.parts)} of {chunk_count(config.n, p.chunk_size)} parts are done. "
                           f"Finish with: {resume_hint}") from None
     except PolicyError as e:  # the policy's fault (raised on a Dask worker): resuming would fail the same way
-        raise RunError(put_back(str(e)) if aside[0] else str(e)) from e
-    except TaskFailed as e:
+        raise PolicyError(put_back(str(e)) if aside[0] else str(e)) from e
+    except TaskFailed as e:  # raised in a local worker: still the policy's fault, as for a game played here
         if e.error_type == "PolicyError":
-            raise RunError(put_back(e.error_message) if aside[0] else e.error_message) from e
+            raise PolicyError(put_back(e.error_message) if aside[0] else e.error_message) from e
         if aside[0]:
             raise RunError(put_back(str(e))) from e
         raise RunError(f"{e}. Finished parts are kept; finish with: {resume_hint}") from e
