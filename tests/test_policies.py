@@ -260,3 +260,20 @@ def test_a_board_refuses_a_fifth_card_of_a_rank():
         board.place(cell, 7)
     with pytest.raises(ValueError, match="no card of rank 7 is left"):
         board.place(board.legal_cells()[0], 7)
+
+
+def test_a_compiled_plugin_s_faults_in_one_game_are_policy_errors(tmp_path):
+    # sim.play and sim.trace say what play_range says: the plugin does not compile, or it raised at a turn.
+    plugin = tmp_path / "faulty.py"
+    plugin.write_text("from numba import njit\n\n"
+                      "@njit\ndef wrong_signature(state, card):\n    return 24\n\n"
+                      "@njit\ndef raises(state, rules, card, legal, rng, params):\n"
+                      "    if card == 7:\n        raise ValueError('a seven')\n"
+                      "    c = 0\n    while not (legal >> c) & 1:\n        c += 1\n    return c\n")
+    deck = sim.deal(0, 0)
+    turn = list(deck).index(7) + 1
+    for play in (sim.play, sim.trace):
+        with pytest.raises(sim.PolicyError, match="does not compile as a policy"):
+            play(deck, f"{plugin}:wrong_signature")
+        with pytest.raises(sim.PolicyError, match=f"raised ValueError: a seven \\(seed 0, game 0, turn {turn}\\)"):
+            play(deck, f"{plugin}:raises")

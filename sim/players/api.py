@@ -82,8 +82,12 @@ def trace(deck, policy: str | PolicySpec = "greedy", rules: Rules | None = None,
     state = np.empty(K.STATE_SIZE, np.int64)
     moves = np.full(K.DECK_SIZE + 1, -1, np.int64)
     fired = np.zeros(K.DECK_SIZE, np.int64)
-    code, played = loops.one_game(cards, np.uint64(seed), np.int64(game), spec.params(), rules.as_array(),
-                                  state, moves, fired)
+    try:
+        code, played = loops.one_game(cards, np.uint64(seed), np.int64(game), spec.params(), rules.as_array(),
+                                      state, moves, fired)
+    except Exception as e:
+        _plugin_failed(spec, e, cards[None, :], seed, game, rules)
+        raise
     if code == K.END_ILLEGAL_MOVE:
         raise illegal_move_error(spec.name, int(moves[played]), seed, game, played + 1)
     return GameTrace(int(code), int(played), tuple(moves[:played].tolist()), tuple(fired[:played].tolist()), state)
@@ -100,6 +104,18 @@ def play(deck, policy: str | PolicySpec = "greedy", rules: Rules | None = None, 
     return trace(deck, policy, rules, seed, game, policy_args).result()
 
 
+def _plugin_failed(spec: PolicySpec, e: Exception, decks: np.ndarray, seed: int, first_game: int,
+                   rules: Rules) -> None:
+    """A compiled plugin's loop failed on `decks`: PolicyError when the plugin is at fault, else return."""
+    if spec.kind != "compiled":
+        return
+    if isinstance(e, NumbaError):  # it never ran: it does not fit the contract
+        raise PolicyError(f"policy {spec.name!r} does not compile as a policy: {_first_line(e)}") from None
+    # A compiled plugin raised: play the games again turn by turn through Python to say which game and
+    # turn, as the error of any policy does.
+    plugins.play_python(spec, decks, seed, first_game, rules, new_columns(len(decks)))
+
+
 def _play(spec: PolicySpec, decks: np.ndarray, seed: int, first_game: int, rules: Rules, cols: dict) -> None:
     """Fill the columns with the games of `decks` (row i is game first_game + i)."""
     loops = _loops(spec)
@@ -109,13 +125,7 @@ def _play(spec: PolicySpec, decks: np.ndarray, seed: int, first_game: int, rules
                              cols["end"], cols["cards_played"], cols["face_down"], cols["piles"], cols["score"],
                              cols["illegal"])
         except Exception as e:
-            if spec.kind != "compiled":
-                raise
-            if isinstance(e, NumbaError):  # it never ran: it does not fit the contract
-                raise PolicyError(f"policy {spec.name!r} does not compile as a policy: {_first_line(e)}") from None
-            # A compiled plugin raised: play the games again turn by turn through Python to say
-            # which game and turn, as the error of any policy does.
-            plugins.play_python(spec, decks, seed, first_game, rules, new_columns(len(decks)))
+            _plugin_failed(spec, e, decks, seed, first_game, rules)
             raise
     elif spec.kind == "oracle":
         _play(resolve("greedy"), decks, seed, first_game, rules, cols)
