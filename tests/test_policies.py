@@ -2,9 +2,12 @@
 
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -277,3 +280,19 @@ def test_a_compiled_plugin_s_faults_in_one_game_are_policy_errors(tmp_path):
             play(deck, f"{plugin}:wrong_signature")
         with pytest.raises(sim.PolicyError, match=f"raised ValueError: a seven \\(seed 0, game 0, turn {turn}\\)"):
             play(deck, f"{plugin}:raises")
+
+
+def test_a_plugin_file_edited_between_runs_in_one_process_plays_its_new_code(tmp_path):
+    # A run records the file's digest; it must play the code that digest names, not the module loaded before:
+    # the same rows as a fresh process playing the edited file.
+    plugin = tmp_path / "edited.py"
+    plugin.write_text("def choose(position, card):\n    return position.legal_cells()[0]\n")
+    first = sim.run(sim.RunConfig(policy=f"{plugin}:choose", n=30), workers=1, out=tmp_path / "a")
+    plugin.write_text("def choose(position, card):\n    cells = position.legal_cells()\n"
+                      "    return cells[len(cells) // 2]\n")
+    second = sim.run(sim.RunConfig(policy=f"{plugin}:choose", n=30), workers=1, out=tmp_path / "b")
+    code = f"import sim; sim.run(sim.RunConfig(policy={str(plugin) + ':choose'!r}, n=30), workers=1, out='c')"
+    fresh = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert fresh.returncode == 0, fresh.stderr
+    a, b, c = (pl.read_parquet(tmp_path / d / "games" / "*.parquet").sort("game") for d in "abc")
+    assert not a.equals(b) and b.equals(c)

@@ -82,10 +82,14 @@ def _load_target(target: str):
         # The same name in every process (not hash(), which differs from one process to the next):
         # numba's cache of a jitted function records its module's name and imports it when loading.
         name = f"foursquare_plugin_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:16]}"
+        # Loaded again when the file changed since (a notebook editing its plugin between runs): a run
+        # records the file's digest, so it must play the code that digest names.
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
         module = sys.modules.get(name)
-        if module is None:
+        if module is None or getattr(module, "__foursquare_sha256__", None) != digest:
             spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)
+            module.__foursquare_sha256__ = digest
             sys.modules[name] = module
             try:
                 spec.loader.exec_module(module)
