@@ -190,3 +190,26 @@ def test_sigterm_leaves_a_resumable_solve_and_says_how(tmp_path, read_games):
                                                                chunk_size=40, out=tmp_path / "ref").path)
                                       .drop("seconds"))
     assert done  # some parts were kept through the interruption
+
+
+@pytest.mark.parametrize("field,value", [("node_limit", 2.5), ("node_limit", "5"), ("node_limit", 0),
+                                         ("sat_conflicts", -1), ("sat_conflicts", 1.5)])
+def test_solver_limits_must_be_whole_numbers(tmp_path, field, value):
+    # A fractional limit would be rounded somewhere in a worker (a row's nodes above its limit): refused first.
+    with pytest.raises(runner.UsageError, match=f"{field} must be a"):
+        sim.solve_run(sim.SolveConfig(n=2, **{field: value}), out=tmp_path / "x", workers=1)
+    assert not (tmp_path / "x").exists()
+    if field == "node_limit" and value != 0:
+        with pytest.raises(ValueError, match="node_limit must be a positive integer"):
+            sim.solve(sim.deal(0, 0), node_limit=value)
+
+
+def test_numpy_integers_are_taken_as_seeds_and_counts(tmp_path, read_games):
+    a = sim.run(sim.RunConfig(n=np.int64(50), seed=np.uint64(5)), out=tmp_path / "a", workers=1)
+    b = sim.run(sim.RunConfig(n=50, seed=5), out=tmp_path / "b", workers=1)
+    assert read_games(a.path).equals(read_games(b.path))
+    assert json.loads((a.path / "manifest.json").read_text())["seed"] == 5
+    cols = sim.play_range(np.uint64(5), np.int64(0), np.uint64(50))
+    assert np.array_equal(cols.won, read_games(b.path)["won"].to_numpy())
+    with pytest.raises(ValueError, match="whole numbers"):
+        sim.play_range(5, 0, 50.0)

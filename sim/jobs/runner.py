@@ -148,7 +148,7 @@ def checked_rows(config):
     file, whose decks are loaded here once and whose digest is recorded.
     """
     try:
-        check_seed(config.seed)
+        config = replace(config, seed=check_seed(config.seed))  # a NumPy integer becomes an int (the manifest's JSON)
     except ValueError as e:
         raise UsageError(str(e), "seed") from None
     decks = None

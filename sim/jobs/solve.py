@@ -607,8 +607,12 @@ def solve_run(config: SolveConfig, *, out: str | Path | None = None, force: bool
     """
     if not isinstance(config, SolveConfig):
         raise TypeError(f"solve_run() takes a SolveConfig, not {type(config).__name__}")
-    if config.node_limit is not None and (isinstance(config.node_limit, bool) or int(config.node_limit) < 1):
-        raise UsageError(f"node_limit must be a positive whole number, not {config.node_limit!r}", "node_limit")
+    for name in ("node_limit", "sat_conflicts"):
+        value = getattr(config, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+                                  or value < (1 if name == "node_limit" else 0)):
+            raise UsageError(f"{name} must be a {'positive ' if name == 'node_limit' else ''}whole number, "
+                             f"not {value!r}", name)
     k = config.split_threshold()
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise UsageError(f"split_after must be a whole number of nodes (0: never split), not {k!r}", "split_after")

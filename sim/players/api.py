@@ -141,8 +141,10 @@ def play_range(seed: int, start: int, stop: int, policy: str | PolicySpec = "gre
     `params` gives a built-in policy's parameter array directly (sim tune uses it).
     """
     seed = check_seed(seed)
-    if not 0 <= start <= stop or stop > 2**63:
-        raise ValueError(f"need 0 <= start <= stop <= 2**63, got start={start}, stop={stop}")
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, stop)) \
+            or not 0 <= start <= stop or stop > 2**63:
+        raise ValueError(f"need whole numbers 0 <= start <= stop <= 2**63, got start={start!r}, stop={stop!r}")
+    start, stop = int(start), int(stop)
     rules = _rules(rules)
     spec = resolve(policy, policy_args)
     n = stop - start

@@ -435,7 +435,8 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
     rules = Rules() if rules is None else rules
     if not isinstance(rules, Rules):
         raise TypeError(f"rules must be a sim.Rules, not {type(rules).__name__}")
-    if node_limit is not None and (isinstance(node_limit, bool) or int(node_limit) < 1):
+    if node_limit is not None and (isinstance(node_limit, bool) or not isinstance(node_limit, (int, np.integer))
+                                   or node_limit < 1):
         raise ValueError(f"node_limit must be a positive integer, not {node_limit!r}")
     if time_limit is not None and not (isinstance(time_limit, (int, float)) and math.isfinite(time_limit)
                                        and time_limit > 0):
