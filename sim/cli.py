@@ -522,14 +522,15 @@ def write_outputs(png: Path | None, html: Path | None, figures, page, quiet: boo
     if png is None and html is None:
         return
     from sim.analysis.html import write_page
-    from sim.analysis.plots import write_pngs
+    from sim.analysis.plots import save_png
 
     target = png  # what is being written: named in an error, not the temporary file beside it
     try:
         drawn = figures()
         if png is not None:
-            for path in write_pngs(drawn, png):
-                say(f"wrote {path}", quiet)
+            for name, fig in drawn.items():
+                target = png / f"{name}.png"
+                say(f"wrote {save_png(fig, target)}", quiet)
         target = html
         if html is not None:
             say(f"wrote {write_page(html, page(drawn))}", quiet)

@@ -637,9 +637,67 @@ def test_a_failed_final_manifest_write_fails_the_run(tmp_path, monkeypatch):
         real(path, data)
 
     monkeypatch.setattr(runner, "write_json_atomic", flaky)
-    with pytest.raises(runner.RunError, match="No space left"):
+    with pytest.raises(runner.RunError, match=f"No space left.*resumable: sim run --resume {out}"):
         sim.run(sim.RunConfig(n=1000), out=out, workers=1)
     assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
+
+
+def test_a_full_disk_while_polars_writes_a_part_names_the_part_and_says_how_to_resume(tmp_path, monkeypatch):
+    # polars reports a failed write with its own exception, not an OSError.
+    real, calls = pl.DataFrame.write_parquet, []
+
+    def full(self, file, **kw):
+        calls.append(file)
+        if len(calls) == 2:
+            Path(file).write_bytes(b"PAR1 half")
+            raise pl.exceptions.ComputeError("parquet: File out of specification: underlying IO error: "
+                                             "No space left on device (os error 28)")
+        return real(self, file, **kw)
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", full)
+    out = tmp_path / "r"
+    with pytest.raises(runner.RunError) as caught:
+        sim.run(sim.RunConfig(n=400), out=out, workers=1, chunk_size=100)
+    assert str(caught.value) == (f"cannot write {out / 'games' / 'part-00001.parquet'}: No space left on device "
+                                 f"(os error 28). The run is resumable: sim run --resume {out}")
+    assert sorted(p.name for p in (out / "games").iterdir()) == ["part-00000.parquet"]  # no half-written file
+    monkeypatch.undo()
+    sim.resume(out, workers=1)
+    assert games_of(out).equals(reference_rows(tmp_path, n=400))
+
+
+def test_a_full_disk_when_the_lock_is_written_is_a_one_line_error(tmp_path, monkeypatch):
+    def full(fd, data, offset):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", full)
+    line = one_line_error(cli.invoke(app, ["run", "-n", "100", "-w", "1", "--out", str(tmp_path / "r")]), 1)
+    assert line == f"Error: cannot write the writer's lock {tmp_path / 'r' / '.lock'}: No space left on device"
+
+
+def test_a_file_named_games_in_the_way_is_a_one_line_error(tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "games").write_text("mine")
+    line = one_line_error(cli.invoke(app, ["run", "-n", "100", "-w", "1", "--out", str(tmp_path / "r")]), 2)
+    assert "holds a file named games" in line and (tmp_path / "r" / "games").read_text() == "mine"
+
+
+def test_a_failed_figure_write_keeps_the_figure_already_there(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=300), out=out, workers=1)
+    assert cli.invoke(app, ["report", str(out), "--png", str(tmp_path / "fig"), "-q"]).exit_code == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "fig").iterdir()}
+
+    def full(self, path, **kw):
+        Path(path).write_bytes(b"\x89PNG half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full)
+    line = one_line_error(cli.invoke(app, ["report", str(out), "--png", str(tmp_path / "fig")]), 1)
+    assert line == f"Error: cannot write {tmp_path / 'fig' / 'win_rate.png'}: No space left on device"
+    assert {p.name: p.read_bytes() for p in (tmp_path / "fig").iterdir()} == before
 
 
 # --- 10. one-line errors instead of tracebacks ---------------------------------------------------------------

@@ -391,10 +391,13 @@ def png_bytes(fig) -> bytes:
 
 
 def save_png(fig, path: str | Path) -> Path:
-    """Write a figure as a PNG at `path` (its directory created); returns the path."""
+    """Write a figure as a PNG at `path` (its directory created) in one atomic rename, so that a figure already
+    there survives a failed write (a full disk); returns the path."""
+    from sim.jobs.files import write_atomic
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=DPI)
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
     return path
 
 

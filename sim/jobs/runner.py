@@ -492,9 +492,12 @@ def writer_lock(run_dir: Path):
     run_dir = Path(run_dir)
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
         raise RunError(f"cannot create {run_dir}: {e.strerror or e}") from None
+    try:
+        fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise RunError(f"cannot open the writer's lock {run_dir / LOCK}: {e.strerror or e}") from None
     try:
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -502,8 +505,11 @@ def writer_lock(run_dir: Path):
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             raise RunError(f"{run_dir} is being written by another process (pid {holder}); "
                            f"wait for it to finish") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as e:  # a full disk: the lock is held all the same, only the pid is not written
+            raise RunError(f"cannot write the writer's lock {run_dir / LOCK}: {e.strerror or e}") from None
         yield
     finally:
         os.close(fd)
@@ -655,6 +661,11 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
                     digest = file_sha256(path)
                 except OSError as e:
                     raise RunError(f"cannot write {path}: {e.strerror or e}") from None
+                except Exception as e:  # polars' own error for a failed write (a full disk), not an OSError
+                    if not type(e).__module__.startswith("polars"):
+                        raise
+                    reason = str(e).rpartition("underlying IO error: ")[2].strip() or str(e)
+                    raise RunError(f"cannot write {path}: {reason}") from None
                 rows, first, last = _expected(k, config.n, p.chunk_size)
                 p.parts[name] = {"rows": frame.height, "first": first, "last": last, "sha256": digest}
                 if aside[0]:  # the new run has a part: the run it replaces goes
@@ -693,7 +704,10 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
         if status != "complete" and not given_back:
             with contextlib.suppress(RunError):  # the error on its way out says more than this one
                 save(status)
-    save(status)  # a failure here is the run's failure: the manifest would not say it is complete
+    try:
+        save(status)  # a failure here is the run's failure: the manifest would not say it is complete
+    except RunError as e:
+        raise RunError(f"{e}. Every part is written; the run is resumable: {resume_hint}") from None
     return job.summarize(run_dir, session["seconds"], session["games"], status)
 
 
@@ -747,6 +761,9 @@ def _prepare_dir(run_dir: Path, force: bool) -> None:
             with contextlib.suppress(OSError):
                 _put_back(run_dir)
             raise RunError(f"cannot clear {run_dir}: {e.strerror or e}") from None
+    elif GAMES in entries and not (run_dir / GAMES).is_dir():
+        raise UsageError(f"out {run_dir} holds a file named {GAMES} where a run keeps its parts; choose another",
+                         "out")
     elif entries - {GAMES} or (GAMES in entries and any(os.scandir(run_dir / GAMES))):
         what = "holds no run" if MANIFEST not in entries else f"has a {MANIFEST} that is not a run's"
         raise UsageError(f"out {run_dir} is a non-empty directory that {what}; choose another", "out")
