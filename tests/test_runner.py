@@ -343,3 +343,32 @@ def test_a_policy_that_goes_wrong_in_a_worker_is_a_policy_error(tmp_path):
                     out=tmp_path / f"w{workers}")
     with pytest.raises(sim.PolicyError, match="illegal cell 48"):
         sim.play(sim.deal(0, 7), f"{plugin}:choose", seed=0, game=7)
+
+
+def test_api_arguments_of_the_wrong_type_are_clear_errors_before_anything_is_made(tmp_path, read_games):
+    deck = sim.deal(0, 0)
+    for policy in (print, None, 3):
+        with pytest.raises(TypeError, match="policy must be a name"):
+            sim.play(deck, policy)
+    with pytest.raises(TypeError, match="RunConfig.rules must be a sim.Rules, not dict"):
+        sim.run(sim.RunConfig(rules={"grid": 3}, n=4), out=tmp_path / "a", workers=1)
+    with pytest.raises(TypeError, match="SolveConfig.rules must be a sim.Rules, not dict"):
+        sim.solve_run(sim.SolveConfig(rules={"grid": 3}, n=2), out=tmp_path / "a", workers=1)
+    with pytest.raises(TypeError, match="rules must be a sim.Rules"):
+        sim.Board({"grid": 3})
+    for kw, named in (({"chunk_size": "5"}, "chunk_size"), ({"workers": 1.5}, "workers"),
+                      ({"chunk_size": 2.5, "workers": 1}, "chunk_size")):
+        with pytest.raises(runner.UsageError, match=f"{named} must be a whole number"):
+            sim.run(sim.RunConfig(n=4), out=tmp_path / "a", **kw)
+    with pytest.raises(ValueError, match="game must be an integer"):
+        sim.play_decks([deck], first_game=-1)
+    with pytest.raises(ValueError, match="past the largest game index"):
+        sim.play_decks([deck, deck], first_game=2**63 - 1)
+    assert not (tmp_path / "a").exists()
+    # Policy arguments as pairs and as numbers, as a mapping of strings would be.
+    pairs = sim.run(sim.RunConfig(policy="rollout", policy_args=(("samples", 2),), n=6), out=tmp_path / "p", workers=1)
+    strings = sim.run(sim.RunConfig(policy="rollout", policy_args=(("samples", "2"),), n=6), out=tmp_path / "s",
+                      workers=1)
+    assert read_games(pairs.path).equals(read_games(strings.path))
+    assert sim.play(deck, "rollout", policy_args=[("samples", "2")]) == sim.play(deck, "rollout",
+                                                                                   policy_args={"samples": 2})

@@ -47,6 +47,8 @@ class Board:
     """A position on the canonical 7x7 board under one `Rules`."""
 
     def __init__(self, rules: Rules | None = None):
+        if rules is not None and not isinstance(rules, Rules):
+            raise TypeError(f"rules must be a sim.Rules, not {type(rules).__name__}")
         self.rules = rules or Rules()
         self._rules = self.rules.as_array()
         self.state = np.empty(K.STATE_SIZE, np.int64)

@@ -20,7 +20,7 @@ from sim.engine.results import end_enum, games_table
 from sim.engine.rules import Rules
 from sim.jobs import runner
 from sim.jobs.runner import Job, UsageError
-from sim.players.api import play_decks, play_range, resolve, to_compile, warm_up
+from sim.players.api import play_decks, play_range, policy_items, resolve, to_compile, warm_up
 from sim.players.plugins import pinned
 
 log = logging.getLogger("sim.runner")
@@ -240,6 +240,9 @@ def run(config: RunConfig, *, out: str | Path | None = None, force: bool = False
     """
     if not isinstance(config, RunConfig):
         raise TypeError(f"run() takes a RunConfig, not {type(config).__name__}")
+    if not isinstance(config.rules, Rules):
+        raise TypeError(f"RunConfig.rules must be a sim.Rules, not {type(config.rules).__name__}")
+    config = replace(config, policy_args=policy_items(config.policy_args))  # ("samples", 2) as ("samples", "2")
     try:
         resolve(config.policy, dict(config.policy_args))
     except ValueError as e:

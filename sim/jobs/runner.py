@@ -182,6 +182,13 @@ def _executor(kind: str, workers: int | None, scheduler: str | None) -> Executor
         raise UsageError(str(e)) from None
 
 
+def _whole_numbers(**values) -> None:
+    """UsageError for an execution option given (not None) that is not a whole number (2.5 workers, "5")."""
+    for name, value in values.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+            raise UsageError(f"{name} must be a whole number, not {value!r}", name)
+
+
 def _reach(chosen: Executor) -> None:
     """RunError when the executor's scheduler does not answer; called once the settings are checked, before
     anything is made."""
@@ -874,6 +881,7 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
     cannot finish, Interrupted on Ctrl-C/SIGTERM.
     """
     config, decks = checked_rows(config)
+    _whole_numbers(workers=workers, chunk_size=chunk_size)
     chosen = _executor(executor, workers, scheduler)
     if chunk_size is None:
         chunk_size = job.default_chunk_size(config.n, chosen.workers)
@@ -968,6 +976,7 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
     the manifest runs; every file the rows depend on must be unchanged.
     """
     run_dir = Path(run_dir)
+    _whole_numbers(workers=workers)
     with writer_lock(run_dir):
         _settle_aside(run_dir)
         m = read_manifest(run_dir)

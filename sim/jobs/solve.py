@@ -607,6 +607,8 @@ def solve_run(config: SolveConfig, *, out: str | Path | None = None, force: bool
     """
     if not isinstance(config, SolveConfig):
         raise TypeError(f"solve_run() takes a SolveConfig, not {type(config).__name__}")
+    if not isinstance(config.rules, Rules):
+        raise TypeError(f"SolveConfig.rules must be a sim.Rules, not {type(config.rules).__name__}")
     for name in ("node_limit", "sat_conflicts"):
         value = getattr(config, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))

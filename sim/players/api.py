@@ -11,7 +11,7 @@ from numba.core.errors import NumbaError
 
 import policies
 from sim import kernels as K
-from sim.engine.cards import check_game, check_seed, deal, deal_range, validate_deck, validate_decks
+from sim.engine.cards import MAX_GAME, check_game, check_seed, deal, deal_range, validate_deck, validate_decks
 from sim.engine.loop import Loops, builtin_loops
 from sim.engine.results import (
     GameColumns, GameResult, GameTrace, PolicyError, finish_columns, illegal_move_error, new_columns,
@@ -25,7 +25,10 @@ def resolve(policy: str | PolicySpec, policy_args=None) -> PolicySpec:
     """Turn a --policy value into a PolicySpec, checking that it loads; ValueError when it does not."""
     if isinstance(policy, PolicySpec):
         return policy
-    items = tuple((str(k), str(v)) for k, v in (policy_args or {}).items())
+    if not isinstance(policy, str):
+        raise TypeError(f"policy must be a name, 'package.module:attr' or 'path/to/file.py:attr' (a string), "
+                        f"not {type(policy).__name__}")
+    items = policy_items(policy_args)
     if policy == "oracle":  # sees the stock: played by the solver
         oracle.oracle_options(dict(items))
         return PolicySpec(policy, "oracle", items)
@@ -34,6 +37,18 @@ def resolve(policy: str | PolicySpec, policy_args=None) -> PolicySpec:
         spec.params()  # validates the arguments
         return spec
     return plugins.resolve_plugin(policy, items)
+
+
+def policy_items(policy_args) -> tuple[tuple[str, str], ...]:
+    """A policy's arguments as (name, value) strings, from a mapping or (name, value) pairs, the forms the
+    API's `policy_args` and `RunConfig.policy_args` take."""
+    if policy_args is None:
+        return ()
+    pairs = policy_args.items() if hasattr(policy_args, "items") else policy_args
+    try:
+        return tuple((str(k), str(v)) for k, v in pairs)
+    except (TypeError, ValueError):
+        raise TypeError(f"policy_args must be a mapping or (name, value) pairs, not {policy_args!r}") from None
 
 
 def describe() -> list[tuple[str, str, str]]:
@@ -170,6 +185,9 @@ def play_decks(decks, policy: str | PolicySpec = "greedy", rules: Rules | None =
     rules = _rules(rules)
     spec = resolve(policy, policy_args)
     n = decks.shape[0]
+    first_game = check_game(first_game)
+    if n and first_game + n - 1 > MAX_GAME:
+        raise ValueError(f"games {first_game}..{first_game + n - 1} go past the largest game index, 2**63-1")
     cols = new_columns(n)
     _play(spec, decks, seed, first_game, rules, cols)
     games = np.arange(first_game, first_game + n, dtype=np.uint64)
