@@ -296,3 +296,25 @@ def test_a_plugin_file_edited_between_runs_in_one_process_plays_its_new_code(tmp
     assert fresh.returncode == 0, fresh.stderr
     a, b, c = (pl.read_parquet(tmp_path / d / "games" / "*.parquet").sort("game") for d in "abc")
     assert not a.equals(b) and b.equals(c)
+
+
+def test_a_plugin_file_edited_while_a_run_goes_on_does_not_change_its_rows(tmp_path):
+    # Workers keep the code the run started with (whose digest it records); here the plugin rewrites its own
+    # file during game 3, to play the last legal cell instead of the first.
+    lowest = "def choose(position, card):\n    return position.legal_cells()[0]\n"
+    editing = tmp_path / "editing.py"
+    editing.write_text(
+        "import pathlib\n"
+        "def choose(position, card):\n"
+        "    if position.game == 3 and position.turn == 0:\n"
+        "        pathlib.Path(__file__).write_text('def choose(position, card):\\n'\n"
+        "                                          '    return position.legal_cells()[-1]\\n')\n"
+        "    return position.legal_cells()[0]\n")
+    plain = tmp_path / "plain.py"
+    plain.write_text(lowest)
+    edited = sim.run(sim.RunConfig(policy=f"{editing}:choose", n=40), workers=2, chunk_size=2, out=tmp_path / "e")
+    assert "legal_cells()[-1]" in editing.read_text()
+    reference = sim.run(sim.RunConfig(policy=f"{plain}:choose", n=40), workers=1, out=tmp_path / "r")
+    a, b = (pl.read_parquet(s.path / "games" / "*.parquet").sort("game").drop("policy", strict=False)
+            for s in (edited, reference))
+    assert a.equals(b)

@@ -18,6 +18,7 @@ pile heights, the legal cells and the stock's composition, never its order.
 import hashlib
 import importlib
 import importlib.util
+import multiprocessing
 import random
 import sys
 from dataclasses import dataclass
@@ -83,10 +84,13 @@ def _load_target(target: str):
         # numba's cache of a jitted function records its module's name and imports it when loading.
         name = f"foursquare_plugin_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:16]}"
         # Loaded again when the file changed since (a notebook editing its plugin between runs): a run
-        # records the file's digest, so it must play the code that digest names.
+        # records the file's digest, so it must play the code that digest names. Only the main process
+        # does: a worker keeps the module it was forked with, the one the run started with, even if the
+        # file is edited while the run goes on.
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         module = sys.modules.get(name)
-        if module is None or getattr(module, "__foursquare_sha256__", None) != digest:
+        stale = module is not None and getattr(module, "__foursquare_sha256__", None) != digest
+        if module is None or (stale and multiprocessing.parent_process() is None):
             spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)
             module.__foursquare_sha256__ = digest
