@@ -17,18 +17,13 @@ from sim import kernels as K
 from sim.analysis.train import train
 from sim.cli import app
 from test_lookahead import random_position
+from test_policies import permuted_after
 
 cli = CliRunner()
 
 
 def invoke(*args):
     return cli.invoke(app, [str(a) for a in args])
-
-
-def permuted_after(deck, t, rng):
-    rest = list(deck[t + 1:])
-    rng.shuffle(rest)
-    return list(deck[: t + 1]) + rest
 
 
 # --- the shipped values -------------------------------------------------------------------------

@@ -401,12 +401,6 @@ def save_png(fig, path: str | Path) -> Path:
     return path
 
 
-def write_pngs(figures: dict, directory: str | Path) -> list[Path]:
-    """Each figure as `<name>.png` in `directory` (created); returns the paths written."""
-    directory = Path(directory)
-    return [save_png(fig, directory / f"{name}.png") for name, fig in figures.items()]
-
-
 # --- the figures of each command ----------------------------------------------------------------
 
 

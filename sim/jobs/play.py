@@ -269,7 +269,7 @@ def resume(run_dir: str | Path, *, policy: str | None = None, policy_args=None, 
         if policy is None:
             raise UsageError(f"{run_dir} is a run of the plugin {config.policy!r}; resuming it runs that code, "
                              f"so name it again: --resume {run_dir} --policy {config.policy}")
-        given, args, _ = pinned(policy, {str(k): str(v) for k, v in (policy_args or dict(config.policy_args)).items()})
+        given, args, _ = pinned(policy, dict(policy_items(policy_args or config.policy_args)))
         if given != config.policy or args != dict(config.policy_args):
             raise UsageError(f"{run_dir} is a run of {config.policy!r} with {dict(config.policy_args)}, "
                              f"not {given!r} with {args}")

@@ -239,16 +239,23 @@ def is_manifest(m) -> bool:
     """Is `m` (parsed JSON) a manifest of this project: its format marker, or the shape of an older one?"""
     if not isinstance(m, dict):
         return False
-    shaped = all(isinstance(m.get(k), t) and not isinstance(m.get(k), bool) for k, t in _SHAPE.items())
-    return shaped and (m.get("format") == FORMAT or "deal_algorithm" in m)
+    return _shape_problem(m) is None and (m.get("format") == FORMAT or "deal_algorithm" in m)
+
+
+def _shape_problem(m: dict) -> str | None:
+    """The first of the keys every manifest has that is missing or of the wrong type, as a phrase; None when none."""
+    for key, kind in _SHAPE.items():
+        if not isinstance(m.get(key), kind) or isinstance(m.get(key), bool):
+            return f"{key} is {m.get(key)!r}, not a {_TYPE_NAMES[kind]}"
+    return None
 
 
 def manifest_problem(m: dict) -> str | None:
     """What makes the fields of a manifest with this project's marker (or `is_manifest`'s shape) unusable
     (hand-edited, say); None when none."""
-    for key, kind in _SHAPE.items():
-        if not isinstance(m.get(key), kind) or isinstance(m.get(key), bool):
-            return f"{key} is {m.get(key)!r}, not a {_TYPE_NAMES[kind]}"
+    shape = _shape_problem(m)
+    if shape:
+        return shape
     if not isinstance(m.get("format_version", 0), int) or isinstance(m.get("format_version"), bool):
         return f"format_version {m.get('format_version')!r} is not a whole number"
     if m.get("kind", "run") not in ("run", "solve"):
@@ -639,19 +646,23 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
                bar_format="{l_bar}{bar}| {n:,}/{total:,} " + units + " [{elapsed}<{remaining}, {rate_noinv_fmt}]",
                disable=not progress, file=sys.stderr, smoothing=0.1, dynamic_ncols=True)
     status = "incomplete"
-    aside = [replacing]  # the replaced run is still in ASIDE
-    given_back = []  # the replaced run was put back: the new run's manifest is gone
+    # The run --force replaces: "aside" in ASIDE until the new run's first part, then "gone"; "back" when a
+    # failure before that part put it back (the new run's manifest is gone with it).
+    replaced = ["aside" if replacing else None]
+    kept = f". Finished parts are kept; finish with: {resume_hint}"
 
-    def put_back(what) -> str:
-        """Before the new run's first part: the old run back in place, and `what` ended by a sentence saying so."""
-        aside[0] = False
-        given_back.append(True)
+    def ended(kind, what: str, then: str = ""):
+        """The exception that ends the run: `what` and `then` (how to go on), or, before the new run's first
+        part, `what` once the old run is back in place, saying so."""
+        if replaced[0] != "aside":
+            return kind(what + then)
+        replaced[0] = "back"
         try:
             _put_back(run_dir, new_parts=True)
         except OSError as e:
-            return _then(what, f"The run it replaces could not be put back ({e.strerror or e}); "
-                               f"it is in {run_dir / ASIDE}.")
-        return _then(what, f"{run_dir} still holds the run it had.")
+            return kind(_then(what, f"The run it replaces could not be put back ({e.strerror or e}); "
+                                    f"it is in {run_dir / ASIDE}."))
+        return kind(_then(what, f"{run_dir} still holds the run it had."))
 
     try:
         warm = functools.partial(job.warm, config, decks is not None)  # Dask workers warm themselves
@@ -675,9 +686,9 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
                     raise RunError(f"cannot write {path}: {reason}") from None
                 rows, first, last = _expected(k, config.n, p.chunk_size)
                 p.parts[name] = {"rows": frame.height, "first": first, "last": last, "sha256": digest}
-                if aside[0]:  # the new run has a part: the run it replaces goes
+                if replaced[0] == "aside":  # the new run has a part: the run it replaces goes
                     save("incomplete")
-                    aside[0] = False
+                    replaced[0] = "gone"
                     with contextlib.suppress(OSError):
                         _drop_aside(run_dir)
                 session["games"] += frame.height
@@ -686,29 +697,22 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
                     save("incomplete")
         status = "complete"
     except KeyboardInterrupt:
-        if aside[0]:
-            raise Interrupted(put_back("interrupted before any part was written")) from None
-        raise Interrupted(f"interrupted; {len(p.parts)} of {chunk_count(config.n, p.chunk_size)} parts are done. "
-                          f"Finish with: {resume_hint}") from None
+        done = (f"interrupted; {len(p.parts)} of {chunk_count(config.n, p.chunk_size)} parts are done"
+                if replaced[0] != "aside" else "interrupted before any part was written")
+        raise ended(Interrupted, done, f". Finish with: {resume_hint}") from None
     except PolicyError as e:  # the policy's fault (raised on a Dask worker): resuming would fail the same way
-        raise PolicyError(put_back(str(e)) if aside[0] else str(e)) from e
+        raise ended(PolicyError, str(e)) from e
     except TaskFailed as e:  # raised in a local worker: still the policy's fault, as for a game played here
         if e.error_type == "PolicyError":
-            raise PolicyError(put_back(e.error_message) if aside[0] else e.error_message) from e
-        if aside[0]:
-            raise RunError(put_back(str(e))) from e
-        raise RunError(f"{e}. Finished parts are kept; finish with: {resume_hint}") from e
+            raise ended(PolicyError, e.error_message) from e
+        raise ended(RunError, str(e), kept) from e
     except RunError as e:
-        if aside[0]:
-            raise RunError(put_back(str(e))) from None
-        raise RunError(f"{e}. The run is resumable: {resume_hint}") from None
+        raise ended(RunError, str(e), f". The run is resumable: {resume_hint}") from None
     except Exception as e:  # a worker died, the cluster failed
-        if aside[0]:
-            raise RunError(put_back(str(e))) from e
-        raise RunError(f"{e}. Finished parts are kept; finish with: {resume_hint}") from e
+        raise ended(RunError, str(e), kept) from e
     finally:
         bar.close()
-        if status != "complete" and not given_back:
+        if status != "complete" and replaced[0] != "back":
             with contextlib.suppress(RunError):  # the error on its way out says more than this one
                 save(status)
     try:
