@@ -671,8 +671,18 @@ def test_a_full_disk_when_the_lock_is_written_is_a_one_line_error(tmp_path, monk
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "pwrite", full)
-    line = one_line_error(cli.invoke(app, ["run", "-n", "100", "-w", "1", "--out", str(tmp_path / "r")]), 1)
-    assert line == f"Error: cannot write the writer's lock {tmp_path / 'r' / '.lock'}: No space left on device"
+    out = tmp_path / "new" / "r"
+    line = one_line_error(cli.invoke(app, ["run", "-n", "100", "-w", "1", "--out", str(out)]), 1)
+    assert line == f"Error: cannot write the writer's lock {out / '.lock'}: No space left on device"
+    assert list(tmp_path.iterdir()) == []  # neither the lock nor the folders it made are left behind
+    # A run directory that was there keeps what it had, its lock included.
+    monkeypatch.undo()
+    sim.run(sim.RunConfig(n=100), out=out, workers=1)
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    monkeypatch.setattr(os, "pwrite", full)
+    line = one_line_error(cli.invoke(app, ["run", "-n", "100", "-w", "1", "--out", str(out), "--force"]), 1)
+    assert line == f"Error: cannot write the writer's lock {out / '.lock'}: No space left on device"
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
 
 
 def test_a_file_named_games_in_the_way_is_a_one_line_error(tmp_path):
@@ -698,6 +708,18 @@ def test_a_failed_figure_write_keeps_the_figure_already_there(tmp_path, monkeypa
     line = one_line_error(cli.invoke(app, ["report", str(out), "--png", str(tmp_path / "fig")]), 1)
     assert line == f"Error: cannot write {tmp_path / 'fig' / 'win_rate.png'}: No space left on device"
     assert {p.name: p.read_bytes() for p in (tmp_path / "fig").iterdir()} == before
+    # Folders made for a figure or page that could not be written are removed again.
+    line = one_line_error(cli.invoke(app, ["report", str(out), "--png", str(tmp_path / "new" / "fig")]), 1)
+    assert line == f"Error: cannot write {tmp_path / 'new' / 'fig' / 'win_rate.png'}: No space left on device"
+
+    def full_text(self, text, **kw):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full_text)
+    page = tmp_path / "new" / "sub" / "replay.html"
+    line = one_line_error(cli.invoke(app, ["replay", "--seed", "0", "--game", "1", "--html", str(page)]), 1)
+    assert line == f"Error: cannot write {page}: No space left on device"
+    assert not (tmp_path / "new").exists()
 
 
 # --- 10. one-line errors instead of tracebacks ---------------------------------------------------------------

@@ -7,7 +7,6 @@ that made it, the project's version and the date.
 """
 
 import base64
-import errno
 from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
@@ -115,15 +114,13 @@ def page(title: str, body: list[str], command: str | None = None, when: datetime
 
 
 def write_page(path: str | Path, text: str) -> Path:
-    """Write a page at `path` (its directory created) in one atomic rename; returns the path."""
-    from sim.jobs.files import write_atomic
+    """Write a page at `path` (its folders made, and removed again if the write fails) in one atomic rename;
+    returns the path."""
+    from sim.jobs.files import folders_for, write_atomic
 
     path = Path(path)
-    for folder in (path.parent, *path.parent.parents):
-        if folder.exists() and not folder.is_dir():  # mkdir would say "File exists"
-            raise NotADirectoryError(errno.ENOTDIR, f"{folder} is not a directory", str(folder))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    with folders_for(path):
+        write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
     return path
 
 

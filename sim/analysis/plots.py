@@ -391,13 +391,13 @@ def png_bytes(fig) -> bytes:
 
 
 def save_png(fig, path: str | Path) -> Path:
-    """Write a figure as a PNG at `path` (its directory created) in one atomic rename, so that a figure already
-    there survives a failed write (a full disk); returns the path."""
-    from sim.jobs.files import write_atomic
+    """Write a figure as a PNG at `path` in one atomic rename, so that a figure already there survives a failed
+    write (a full disk); folders it makes for it are removed again if the write fails. Returns the path."""
+    from sim.jobs.files import folders_for, write_atomic
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
+    with folders_for(path):
+        write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
     return path
 
 

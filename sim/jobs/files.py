@@ -1,5 +1,7 @@
 """Writing files so that a reader never sees half of one."""
 
+import contextlib
+import errno
 import json
 import os
 from pathlib import Path
@@ -24,6 +26,51 @@ def write_atomic(path: Path, write) -> None:
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+
+
+def make_folders(folder: Path) -> list[Path]:
+    """Make `folder` and its missing parents; returns those made, deepest first (for `remove_folders`).
+
+    A file in the way is NotADirectoryError naming it (mkdir alone would say "File exists").
+    """
+    folder = Path(folder)
+    missing = []
+    for f in (folder, *folder.parents):
+        if f.exists():
+            if not f.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, f"{f} is not a directory", str(f))
+            break
+        missing.append(f)
+    made = []
+    try:
+        for f in reversed(missing):
+            f.mkdir(exist_ok=True)
+            made.insert(0, f)
+    except BaseException:
+        remove_folders(made)
+        raise
+    return made
+
+
+def remove_folders(made: list[Path]) -> None:
+    """Remove the folders `make_folders` made, deepest first, as long as they are empty."""
+    for f in made:
+        try:
+            f.rmdir()
+        except OSError:
+            return
+
+
+@contextlib.contextmanager
+def folders_for(path: Path):
+    """Make the folders `path` needs for the block; a block that fails removes those made (when still empty),
+    so that a failed write leaves no empty folder behind."""
+    made = make_folders(Path(path).parent)
+    try:
+        yield
+    except BaseException:
+        remove_folders(made)
         raise
 
 

@@ -33,7 +33,7 @@ from sim import kernels as K
 from sim.engine.cards import MAX_GAME, check_seed
 from sim.jobs.deal_files import file_digest, load_deals
 from sim.jobs.executors import Executor, ExecutorError, check_reachable, make_executor
-from sim.jobs.files import TMP_MARK, remove_temp_files, write_atomic, write_json_atomic
+from sim.jobs.files import TMP_MARK, make_folders, remove_folders, remove_temp_files, write_atomic, write_json_atomic
 from sim.jobs.pool import TaskFailed
 from sim.errors import Interrupted, PolicyError, RunError, UsageError, magnitude, parse_count
 from sim.version import __version__
@@ -505,12 +505,14 @@ def writer_lock(run_dir: Path):
     """
     run_dir = Path(run_dir)
     try:
-        run_dir.mkdir(parents=True, exist_ok=True)
+        made = make_folders(run_dir)
     except OSError as e:
         raise RunError(f"cannot create {run_dir}: {e.strerror or e}") from None
+    had_lock = (run_dir / LOCK).exists()
     try:
         fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
+        remove_folders(made)
         raise RunError(f"cannot open the writer's lock {run_dir / LOCK}: {e.strerror or e}") from None
     try:
         try:
@@ -522,7 +524,11 @@ def writer_lock(run_dir: Path):
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError as e:  # a full disk: the lock is held all the same, only the pid is not written
+        except OSError as e:  # a full disk: leave no lock or folder that this call made
+            if not had_lock:
+                with contextlib.suppress(OSError):
+                    (run_dir / LOCK).unlink()
+                remove_folders(made)
             raise RunError(f"cannot write the writer's lock {run_dir / LOCK}: {e.strerror or e}") from None
         yield
     finally:
