@@ -909,10 +909,10 @@ def solve(
     with library_errors(verbose):
         if resume is not None:
             from sim.analysis.report import is_solve_run
-            from sim.jobs.resume import resume as resume_run
+            from sim.jobs.resume import finish_command, resume as resume_run
 
             if not is_solve_run(resume) and (resume / "manifest.json").exists():
-                fail(f"{resume} is not a solve run; finish a game run with: sim run --resume {resume}")
+                fail(f"{resume} is not a solve run; finish a game run with: {finish_command(resume)}")
             summary = resume_run(resume, workers=workers, progress=how["progress"], notify=how["notify"],
                                  executor=executor if executor != "local" or scheduler else None,
                                  scheduler=scheduler)

@@ -324,6 +324,16 @@ def test_an_interrupted_plugin_run_says_the_command_that_resumes_it(tmp_path, mo
     monkeypatch.setattr(runner, "write_atomic", write)
     hint = one_line_error(r, 130).split("Finish with: ")[1]
     assert hint == shlex.join(["sim", "run", "--resume", "p b", "--policy", f"{plugin.resolve()}:choose"])
+    # report and compare give the same command; report names a temporary file a killed writer left.
+    (tmp_path / "p b" / "games" / "part-00001.parquet.tmp-999999999").write_bytes(b"PAR1 half")
+    r = cli.invoke(app, ["report", "p b"])
+    assert r.exit_code == 0, r.output
+    assert f"WARNING: run is incomplete: 0 of 300 games are done; finish it with: {hint}\n" in r.stdout
+    assert (f"WARNING: games/ holds 1 temporary file (part-00001.parquet.tmp-999999999) left by an interrupted "
+            f"write, not counted; {hint} removes it\n") in r.stdout
+    assert cli.invoke(app, ["run", "-n", "300", "-w", "1", "--out", "g", "-q"]).exit_code == 0
+    line = one_line_error(cli.invoke(app, ["compare", "g", "p b"]), 2)
+    assert line.endswith(f"p b is incomplete; finish it with: {hint}")
     r = cli.invoke(app, shlex.split(hint)[1:] + ["-q"])
     assert r.exit_code == 0, r.output
     assert games_of(tmp_path / "p b").equals(reference_rows(tmp_path, policy=f"{plugin}:choose", n=300))

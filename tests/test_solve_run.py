@@ -182,6 +182,8 @@ def test_sigterm_leaves_a_resumable_solve_and_says_how(tmp_path, read_games):
     assert proc.returncode == 130, err
     assert f"sim solve --resume {out}" in err and "Traceback" not in err
     assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
+    r = CliRunner().invoke(app, ["report", str(out)])
+    assert r.exit_code == 0 and f"WARNING: the run is incomplete; finish it with: sim solve --resume {out}\n" in r.stdout
     done = {p.name for p in (out / "games").glob("part-*.parquet")}
     s = sim.resume(out, workers=2)
     assert s.status == "complete" and s.deals == 3000

@@ -40,6 +40,7 @@ from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
 from sim.jobs import runner
 from sim.jobs.play import RunConfig, default_out, run, settled
+from sim.jobs.resume import finish_command
 from sim.jobs.runner import RunError, UsageError
 from sim.players.api import resolve
 from sim.stats import Z95, mcnemar_exact, paired_difference_interval, wilson
@@ -141,8 +142,7 @@ def check_pairable(infos: list[RunInfo]) -> None:
                          + ". A paired comparison needs the same seed and deal source")
     for i in infos:
         if i.status != "complete":
-            command = "solve" if i.kind == "solve" else "run"
-            raise UsageError(f"{i.path} is {i.status}; finish it with: sim {command} --resume {i.path}")
+            raise UsageError(f"{i.path} is {i.status}; finish it with: {finish_command(i.path)}")
 
 
 def differences(infos: list[RunInfo]) -> list[str]:
@@ -530,7 +530,7 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
     except (UsageError, RunError) as e:
         return "other", f"it is not a readable run: {e}"
     if m.get("status") != "complete":
-        return "other", f"it is {m.get('status')}; finish it with: sim run --resume {run_dir}"
+        return "other", f"it is {m.get('status')}; finish it with: {finish_command(run_dir)}"
     want = {"policy": config.policy, "n": config.n, "seed": config.seed, "rules": config.rules.as_dict(),
             "deal_algorithm": K.DEAL_ALGORITHM, "deals": None}
     if config.policy_args or m.get("policy_args"):

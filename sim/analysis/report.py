@@ -18,7 +18,9 @@ from pathlib import Path
 import polars as pl
 
 from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, rules_text
+from sim.jobs.files import TMP_MARK
 from sim.jobs.play import END_ENUM
+from sim.jobs.resume import finish_command
 from sim.jobs.runner import GAMES, RunError, UsageError, read_manifest, run_parts
 from sim.jobs.solve import SolveSummary, summarize_solve
 from sim.stats import mean_interval_from_counts, quantile_from_counts, wilson
@@ -170,11 +172,16 @@ def load_report(run_dir: str | Path) -> RunReport:
     status = m.get("status", "unknown")
     if status != "complete":
         warnings.append(f"run is {status}: {games:,} of {m.get('n', 0):,} games are done; "
-                        f"finish it with: sim run --resume {run_dir}")
+                        f"finish it with: {finish_command(run_dir)}")
     elif games != m.get("n"):
         warnings.append(f"the manifest says {m.get('n'):,} games but the parts hold {games:,}")
     if games == 0:
         warnings.append("no games to report")
+    left = sorted(p.name for p in (run_dir / GAMES).glob(f"*{TMP_MARK}*"))
+    if left:  # a writer killed outright (kill -9) mid-write
+        warnings.append(f"{GAMES}/ holds {len(left)} temporary file{'s' * (len(left) > 1)} ({', '.join(left[:3])}"
+                        f"{', ...' if len(left) > 3 else ''}) left by an interrupted write, not counted; "
+                        f"{finish_command(run_dir)} removes {'them' if len(left) > 1 else 'it'}")
 
     return RunReport(
         path=str(run_dir), policy=m.get("policy", "?"), n=int(m.get("n", 0)), seed=int(m.get("seed", 0)),
@@ -337,7 +344,7 @@ def solve_report_text(r: SolveSummary) -> str:
             f"deals   {m.get('deal_algorithm')} seed {m.get('seed')}   n {m.get('n', 0):,}   "
             f"rules {rules_text(m.get('rules', {}))}   status {r.status}"]
     if r.status != "complete":
-        head.append(f"WARNING: the run is {r.status}; finish it with: sim solve --resume {r.path}")
+        head.append(f"WARNING: the run is {r.status}; finish it with: {finish_command(r.path)}")
     return "\n".join(head + [""] + r.lines()) + "\n"
 
 

@@ -1,5 +1,6 @@
 """Finish any interrupted run: the job kind comes from its manifest (a game run or a solve run)."""
 
+import shlex
 from pathlib import Path
 
 from sim.jobs import play, runner
@@ -20,6 +21,16 @@ def job_of(run_dir: str | Path) -> runner.Job:
     if kind not in JOBS:
         raise UsageError(f"{run_dir}: unknown job kind {kind!r} in the manifest")
     return JOBS[kind]
+
+
+def finish_command(run_dir: str | Path) -> str:
+    """The command that finishes the run in `run_dir`, as an interrupted run prints it (a plugin's run names its
+    policy again; the path is quoted for the shell)."""
+    try:
+        job = job_of(run_dir)
+        return runner.resume_command(job, job.from_manifest(read_manifest(run_dir)), Path(run_dir))
+    except (UsageError, runner.RunError, KeyError, TypeError, ValueError):  # damaged: the plain form
+        return shlex.join(["sim", "run", "--resume", str(run_dir)])
 
 
 def resume(run_dir: str | Path, *, policy: str | None = None, policy_args=None, workers: int | None = None,
