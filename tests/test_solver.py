@@ -472,3 +472,18 @@ def test_level_profile_counts_every_placement():
     late = [t for t in range(TT_DEPTH + 1, c.shape[0]) if tabled[t].sum() > 0]
     assert late and all(deck[t - 1] == deck[t - 2] for t in late)
     assert tabled[TT_DEPTH + 1:, 0].sum() == 0
+
+
+def test_the_first_solve_is_compiled_before_its_clock_starts():
+    # A deal's `seconds` (and its `time_limit`) measure the search alone: the shared solver is compiled, or
+    # loaded from numba's cache, when it is made, before any deal's clock starts. In a fresh process, so that
+    # nothing else has compiled the search yet.
+    import subprocess
+    import sys
+
+    code = ("from sim.solver import search, solver\n"
+            "before = len(search.search_run.signatures)\n"
+            "solver.shared_solver()\n"
+            "print(before, len(search.search_run.signatures))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0", "1"]

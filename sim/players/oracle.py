@@ -14,7 +14,7 @@ from sim.engine.cards import deal
 from sim.engine.loop import play_line
 from sim.engine.results import GameTrace
 from sim.engine.rules import Rules
-from sim.solver.solver import Solver, shared_solver
+from sim.solver.solver import Solver, shared_solver, warm_up
 
 ORACLE_NODES = 100_000
 """The oracle's default node limit per deal."""
@@ -71,8 +71,7 @@ def oracle_rows(decks: np.ndarray, rules: Rules, nodes: int, cols: dict) -> None
 
 def warm_up_solver() -> None:
     """Compile (or load from numba's cache) the solver, with a small table, before workers start."""
-    small = Solver(tt_bits=8)
+    warm_up()
     deck = np.array(deal(0, 0), np.uint8)
-    small.solve(deck, Rules(), node_limit=2_000)
     play_line(deck.astype(np.int64), np.full(K.DECK_SIZE, K.CENTRE, np.int64), 1, Rules().as_array(),
               np.empty(K.STATE_SIZE, np.int64), np.zeros(K.DECK_SIZE, np.int64))

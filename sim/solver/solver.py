@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim import kernels as K
-from sim.engine.cards import validate_deck
+from sim.engine.cards import deal, validate_deck
 from sim.engine.rules import Rules
 from sim.errors import magnitude
 from sim.solver.sat import below_best, past_ruled_out
@@ -396,8 +396,15 @@ def shared_solver() -> Solver:
     """One solver per process (its transposition table is allocated on first use, in the worker)."""
     global _SOLVER
     if _SOLVER is None:
+        warm_up()
         _SOLVER = Solver()
     return _SOLVER
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the search, with a small table, so that no deal's `seconds` or
+    `time_limit` pays for it."""
+    Solver(tt_bits=8).solve(np.array(deal(0, 0), np.uint8), Rules(), node_limit=2_000)
 
 
 def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit: int | None = None,
