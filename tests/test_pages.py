@@ -184,6 +184,32 @@ def test_the_verdict_is_coloured_as_the_figure_colours_the_side_ahead(runs):
     assert 'class="a-ahead">heuristic wins more deals' in pair_html(swapped.pairs[0], swapped.n)
 
 
+def test_no_side_is_named_ahead_when_the_interval_and_mcnemars_test_disagree():
+    # 21 deals, 5 won by A alone, none by B alone: the Bonett-Price interval excludes 0 (+1.0% .. +42.5%), but
+    # McNemar's exact p = 2 / 2**5 = 0.0625. The page and the figure name neither side, and say why.
+    from sim.analysis.compare import Pair
+    from sim.analysis.html import pair_html
+    from sim.stats import mcnemar_exact, paired_difference_interval
+
+    def pair(n, b, c):
+        low, high = paired_difference_interval(n, b, c)
+        return Pair(a="A", b="B", games=n, wins_a=10 + b, wins_b=10 + c, both=10, a_only=b, b_only=c,
+                    diff=(b - c) / n, diff_low=low, diff_high=high, p_value=mcnemar_exact(b, c), score_diff=None,
+                    score_diff_low=None, score_diff_high=None)
+
+    unclear = pair(21, 5, 0)
+    assert unclear.diff_low > 0 and unclear.p_value == 0.0625 and unclear.ahead is None
+    assert ('class="nosig">no difference shown (the interval excludes 0, but McNemar&#x27;s exact p is not below '
+            '0.05)') in pair_html(unclear, 21)
+    clear = pair(21, 6, 0)  # p = 0.03125
+    assert clear.ahead == "a" and 'class="a-ahead">A wins more deals' in pair_html(clear, 21)
+    assert pair(21, 0, 6).ahead == "b" and pair(21, 2, 1).unclear == "the interval contains 0"
+    for p, colour in ((unclear, "tab:gray"), (clear, "tab:green"), (pair(21, 0, 6), "tab:red")):
+        fig = plots.paired_difference_figure([p], 21)
+        drawn = fig.axes[0].lines[0].get_color()
+        assert drawn == colour, (p, drawn)
+
+
 @pytest.mark.slow
 def test_compare_writes_its_figures_into_a_directory_and_a_page(runs, tmp_path):
     res = cli.invoke(app, ["compare", str(runs[0]), str(runs[2]), "--png", str(tmp_path / "figs"),

@@ -243,6 +243,24 @@ class Pair:
     score_diff_high: float | None
     """Upper end of its normal 95% interval."""
 
+    @property
+    def ahead(self) -> str | None:
+        """Which run wins more deals, "a" or "b", when the games show it at the 5% level: the paired interval
+        excludes 0 and McNemar's exact p is below 0.05. Near 5% the two can disagree (the exact test is the
+        more conservative); then neither is named (`unclear` says why)."""
+        if self.p_value < 0.05 and (self.diff_low > 0 or self.diff_high < 0):
+            return "a" if self.diff > 0 else "b"
+        return None
+
+    @property
+    def unclear(self) -> str:
+        """Why `ahead` names neither run ("" when it names one)."""
+        if self.ahead is not None:
+            return ""
+        if self.diff_low <= 0 <= self.diff_high:
+            return "the interval contains 0"
+        return "the interval excludes 0, but McNemar's exact p is not below 0.05"
+
 
 @dataclass(frozen=True)
 class Comparison:

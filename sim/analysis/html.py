@@ -54,7 +54,8 @@ FIGURE_CAPTIONS = {
                 "interval (bottom); both axes start at 0.",
     "paired_difference": "Paired differences, A - B, on the same deals: win rate (95% Bonett-Price interval, "
                          "McNemar's exact p) and mean score over the games both won (95% interval). Green: "
-                         "A ahead, red: B ahead, grey: the interval contains 0.",
+                         "A ahead, red: B ahead (the interval excludes 0 and, for the win rate, p < 0.05), "
+                         "grey: no difference shown.",
     "score_distribution": "Share of games per score (a won game's score is the cards left in the stock); "
                           "the lost games on the right.",
     "cards_played": "Cards placed before the game ended, as a share of the won and of the lost games.",
@@ -145,11 +146,9 @@ def pair_html(p, n: int) -> str:
 
     d = pct_digits(n)
     neither = p.games - p.both - p.a_only - p.b_only
-    clear = p.diff_low > 0 or p.diff_high < 0
     # Green when A is ahead, red when B is, as in the paired-difference figure.
-    verdict = (f'<span class="{"a-ahead" if p.diff > 0 else "b-ahead"}">{escape(p.a if p.diff > 0 else p.b)} '
-               'wins more deals</span>' if clear
-               else '<span class="nosig">no difference shown (the interval contains 0)</span>')
+    verdict = (f'<span class="{p.ahead}-ahead">{escape(p.a if p.ahead == "a" else p.b)} wins more deals</span>'
+               if p.ahead else f'<span class="nosig">no difference shown ({escape(p.unclear)})</span>')
     rows = [
         f"<h3>{escape(p.a)} vs {escape(p.b)}</h3>",
         "<table>",

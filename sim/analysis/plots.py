@@ -280,9 +280,10 @@ def _labels_inside(fig, notes) -> None:
 def paired_difference_figure(pairs, n: int, caption: str = ""):
     """Each pair's win-rate difference pA - pB and mean score difference (games both won), with 95% intervals.
 
-    One row per pair (A - B), a line at 0: an interval that does not cross
-    it is a difference the games show. The McNemar p-value is printed beside
-    each win-rate difference.
+    One row per pair (A - B), a line at 0. A win-rate difference is coloured
+    (green: A ahead, red: B ahead) when the games show it (`Pair.ahead`: the
+    interval does not cross 0 and McNemar's p, printed beside it, is below
+    0.05); a score difference, when its interval does not cross 0.
     """
     import numpy as np
 
@@ -295,7 +296,7 @@ def paired_difference_figure(pairs, n: int, caption: str = ""):
     y = np.arange(k)[::-1]
     for row, p in zip(y, pairs):
         d, lo, hi = (100 * v for v in (p.diff, p.diff_low, p.diff_high))
-        colour = "tab:green" if lo > 0 else "tab:red" if hi < 0 else "tab:gray"
+        colour = {"a": "tab:green", "b": "tab:red"}.get(p.ahead, "tab:gray")
         ax.errorbar([d], [row], xerr=[[d - lo], [hi - d]], fmt="o", capsize=5, color=colour)
         ax.annotate(f"{d:+.2f} pp ({lo:+.2f} .. {hi:+.2f}), McNemar p {fmt_p(p.p_value)}", (0.5, row),
                     xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 8), ha="center",
