@@ -219,7 +219,18 @@ def test_compare_two_solve_runs_deal_by_deal(tmp_path):
     if both.sum():
         diff = (a["score"].to_numpy()[both].astype(int) - b["score"].to_numpy()[both].astype(int)).mean()
         assert pair["score_diff"] == pytest.approx(diff)
-    assert any("solve runs" in note for note in result["notes"])
+    assert any(note.endswith("score = the best score found") for note in result["notes"])
+    # --first-win runs' scores are those of the first win found, not the best; a mix is said to be one.
+    first = tmp_path / "first"
+    sim.solve_run(sim.SolveConfig(n=12, node_limit=300, first_win=True), out=first, workers=1)
+    for runs, says in (([first, large], "the first win's score in the --first-win runs (first), the best score "
+                                        "found in the others: their score differences compare two different things"),
+                       ([first, tmp_path / "first2"], "the score of the first win found (--first-win)")):
+        if not runs[1].exists():
+            sim.solve_run(sim.SolveConfig(n=12, node_limit=3000, first_win=True), out=runs[1], workers=1)
+        r = invoke("compare", *runs, "--format", "json")
+        assert r.exit_code == 0, r.output
+        assert any(note.endswith(f"score = {says}") for note in json.loads(r.stdout)["notes"]), r.stdout
 
     games = tmp_path / "games"
     sim.run(sim.RunConfig(n=12), out=games, workers=1)

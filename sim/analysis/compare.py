@@ -505,8 +505,12 @@ def compare_runs(run_dirs, batch: int = BATCH, notes=()) -> Comparison:
                           a_only=b, b_only=c, diff=(b - c) / n, diff_low=low, diff_high=high,
                           p_value=mcnemar_exact(b, c), score_diff=mean, score_diff_low=mlo, score_diff_high=mhi))
     if infos[0].kind == "solve":
-        notes = [*notes, "solve runs: won = a winning line found (unresolved deals count as not won), "
-                         "score = the best score found"]
+        first = {bool(i.solve.get("first_win")) for i in infos}
+        score = ("the best score found" if first == {False} else "the score of the first win found (--first-win)"
+                 if first == {True} else "the first win's score in the --first-win runs (" + ", ".join(
+                     i.name for i in infos if i.solve.get("first_win")) + "), the best score found in the others: "
+                 "their score differences compare two different things")
+        notes = [*notes, f"solve runs: won = a winning line found (unresolved deals count as not won), score = {score}"]
     return Comparison(arms=tuple(arms), pairs=tuple(pairs), seed=infos[0].seed, n=min(sizes),
                       deal_source=infos[0].deal_source, differs=tuple(differences(infos)), notes=tuple(notes))
 
