@@ -257,13 +257,14 @@ def test_sweep_axes_start_at_zero_and_mean_scores_carry_intervals(runs):
     assert all(Path(r.path).name in fig.get_suptitle().replace("\n", " ") for r in reports)
 
 
-def test_mean_score_interval_is_the_normal_interval_of_the_scores(runs, read_games):
+def test_mean_score_interval_is_the_t_interval_of_the_scores(runs, read_games):
     import numpy as np
+    from scipy import stats
 
     r = load_report(runs[2])
     scores = read_games(runs[2])["score"].drop_nulls().to_numpy().astype(float)
-    half = 1.959963984540054 * scores.std(ddof=1) / np.sqrt(len(scores))
-    assert (r.score_mean_low, r.score_mean_high) == pytest.approx((scores.mean() - half, scores.mean() + half))
+    want = stats.t.interval(0.95, len(scores) - 1, loc=scores.mean(), scale=scores.std(ddof=1) / np.sqrt(len(scores)))
+    assert (r.score_mean_low, r.score_mean_high) == pytest.approx(want)
 
 
 @pytest.mark.parametrize("command", [["report", "RUN"], ["compare", "RUN", "RUN2"],

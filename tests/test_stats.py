@@ -6,7 +6,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from sim.stats import mcnemar_exact, paired_difference_interval, quantile_from_counts, wilson
+from sim.stats import mcnemar_exact, mean_interval_from_counts, paired_difference_interval, quantile_from_counts, wilson
 
 
 def test_wilson_on_hand_made_tables():
@@ -98,3 +98,20 @@ def test_quantiles_from_counts_equal_numpy_linear_quantiles():
         assert quantile_from_counts(counts, q) == pytest.approx(np.quantile(values, q))
     assert quantile_from_counts({3: 1, 7: 1}, 0.5) == 5.0
     assert quantile_from_counts({}, 0.5) is None
+
+
+def test_mean_interval_is_students_t():
+    # Two wins, scores 2 and 6: mean 4, s = 2*sqrt(2), t(0.975, 1) = 12.706: 4 +- 25.41 (the normal interval,
+    # 4 +- 3.92, would claim far more than two games show).
+    mean, low, high = mean_interval_from_counts({2: 1, 6: 1})
+    assert mean == 4 and (low, high) == pytest.approx((4 - 25.4124, 4 + 25.4124), abs=1e-4)
+    # Against scipy's t interval on a larger sample, and close to the normal one there.
+    from scipy import stats
+
+    values = np.repeat(np.arange(25), np.arange(25) % 7 + 1)
+    counts = {v: int((values == v).sum()) for v in range(25)}
+    mean, low, high = mean_interval_from_counts(counts)
+    se = values.std(ddof=1) / math.sqrt(len(values))
+    assert (low, high) == pytest.approx(stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=se))
+    assert high - mean == pytest.approx(1.959963984540054 * se, rel=0.02)  # t(0.975, 93) = 1.986
+    assert mean_interval_from_counts({5: 1}) == (5, None, None) and mean_interval_from_counts({}) == (None,) * 3

@@ -16,7 +16,7 @@ Statistics per pair (A, B), all on the joined games:
 - McNemar's exact test on the discordant games (`sim.stats.mcnemar_exact`,
   scipy's binomial test);
 - mean paired score difference over the games **both** runs won (a lost
-  game has no score), with a normal 95% interval.
+  game has no score), with a 95% interval (Student's t).
 
 Runs for `compare --policy` and `sweep` are made with `make_runs`; an
 existing complete run directory whose settings match is reused instead of
@@ -43,7 +43,7 @@ from sim.jobs.play import RunConfig, default_out, run, settled
 from sim.jobs.resume import finish_command
 from sim.jobs.runner import RunError, UsageError
 from sim.players.api import resolve
-from sim.stats import Z95, mcnemar_exact, paired_difference_interval, wilson
+from sim.stats import mcnemar_exact, mean_interval, paired_difference_interval, wilson
 
 BATCH = 500_000
 """Games joined at a time (about 100 MB for two runs, whatever n is)."""
@@ -239,9 +239,9 @@ class Pair:
     score_diff: float | None
     """Mean of score A - score B over the games both won."""
     score_diff_low: float | None
-    """Lower end of its normal 95% interval (None with fewer than two games both won)."""
+    """Lower end of its 95% interval (Student's t) (None with fewer than two games both won)."""
     score_diff_high: float | None
-    """Upper end of its normal 95% interval."""
+    """Upper end of its 95% interval (Student's t)."""
 
     @property
     def ahead(self) -> str | None:
@@ -316,7 +316,7 @@ class Comparison:
             align="ll", note=("pA - pB: win-rate difference with the Bonett-Price paired 95% interval. "
                               "McNemar p: exact two-sided test on the games only one of them won (A only vs B only). "
                               "score A - B: mean over the games both won (a lost game has no score), "
-                              "with a normal 95% interval."))
+                              "with a 95% interval (Student's t)."))
         return [arms, pairs]
 
     def text(self) -> str:
@@ -441,15 +441,14 @@ def paired_sums(paths: list[str], n: int, batch: int = BATCH) -> dict[str, int]:
     return totals
 
 
-def _mean_interval(total: int, squares: int, count: int, z: float = Z95):
+def _mean_interval(total: int, squares: int, count: int):
     if count == 0:
         return None, None, None
     mean = total / count
     if count == 1:
         return mean, None, None
     var = max(0.0, (squares - count * mean * mean) / (count - 1))
-    half = z * math.sqrt(var / count)
-    return mean, mean - half, mean + half
+    return (mean, *mean_interval(mean, var, count))
 
 
 def _sums_by_pair(paths: list[str], sizes: list[int], batch: int) -> tuple[list[dict], dict]:

@@ -65,7 +65,7 @@ class SweepRow:
     mean_score: float | None
     """Mean score of the won games (None without wins)."""
     mean_score_low: float | None
-    """Lower end of the normal 95% interval of the mean score (None with fewer than two wins)."""
+    """Lower end of the 95% interval (Student's t) of the mean score (None with fewer than two wins)."""
     mean_score_high: float | None
     """Upper end of that interval."""
     reused: bool
