@@ -285,6 +285,13 @@ def logging_options(verbose: int, quiet: bool) -> None:
     setup_logging(verbose, quiet)
 
 
+def check_seeds(**seeds) -> None:
+    """Seeds past 2**64-1 are refused before any work (typer checks only the lower end)."""
+    for name, value in seeds.items():
+        if value is not None and value >= 2**64:
+            fail(f"--{name.replace('_', '-')} must be an integer in 0..2**64-1, not {value}")
+
+
 def check_out_file(out: Path | None) -> None:
     """--out FILE must be writable before any work: its folder exists, and it is not a directory."""
     import os
@@ -741,6 +748,7 @@ def tune(
     logging_options(verbose, quiet)
     check_policy(policy)
     count, workers = _count(n), check_workers(workers)
+    check_seeds(seed=seed, validation_seed=validation_seed)
     check_out_file(out)
     train = f"seed {seed}, {count:,} games"
     report = None if quiet else (lambda r, best, mean: typer.echo(
@@ -771,6 +779,10 @@ def tune(
     typer.echo(f"validation win rate {fmt_pct(result.validation_win_rate)} (tuned weights; 95% CI "
                f"{fmt_pct(lo)} .. {fmt_pct(hi)}; seed {result.settings['validation_seed']}, "
                f"{result.settings['validation_n']:,} games)")
+    if result.train_win_rate < result.baseline_win_rate:
+        say(f"warning: the tuned weights win fewer training games than the default weights "
+            f"({fmt_pct(result.train_win_rate)} against {fmt_pct(result.baseline_win_rate)}); more games (-n) or "
+            f"rounds may find better ones", quiet)
     if out is not None:
         say(f"wrote {out}", quiet)
 
@@ -813,13 +825,19 @@ def train(
     logging_options(verbose, quiet)
     count = _count(n)
     held_out = _count(validation_n, "--validation-n")
+    check_seeds(seed=seed, validation_seed=validation_seed)
     check_out_file(out)
     if ridge <= 0:
         fail(f"--ridge must be > 0, got {ridge}")
     report = None if quiet else (lambda r, s: typer.echo(
         f"round {r}/{rounds}: {s['policy']} on {s['games']:,} deals of seed {seed}: win rate {fmt_pct(s['win_rate'])}, "
         f"mean score per deal {s['mean_score_per_deal']:.2f}, {s['positions']:,} positions fitted", err=True))
-    bar = games_bar(rounds * count, quiet, "self-play")
+    from sim.analysis.train import to_compile
+
+    what = to_compile()
+    if what is not None:
+        say(f"compiling {what}…", quiet)
+    bar = games_bar(rounds * count + held_out, quiet, "self-play, then held-out")
     try:
         with library_errors(verbose), bar:
             result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge, loss=loss, bootstrap=bootstrap,

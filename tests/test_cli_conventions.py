@@ -258,7 +258,13 @@ def test_tune_prints_a_baseline_first_and_every_win_rate_alike(tmp_path):
     assert r.exit_code == 0, r.output
     progress = r.stderr.strip().splitlines()
     assert progress[0].startswith("baseline: train win rate ") and "default weights" in progress[0]
-    assert [line.split(":")[0] for line in progress[1:]] == ["round 1/2", "round 2/2"]
+    assert [line.split(":")[0] for line in progress[1:]] == ["round 1/2", "round 2/2", "warning"]
+    # So few games and rounds do not beat the defaults, and it says so.
+    rates = dict(re.findall(r"^(baseline|train) win rate +(\d+\.\d\d%)", r.stdout, re.M))
+    assert progress[-1] == (f"warning: the tuned weights win fewer training games than the default weights "
+                            f"({rates['train']} against {rates['baseline']}); more games (-n) or rounds may find "
+                            f"better ones")
+    progress = progress[:-1]
     baseline = sim.play_range(11, 0, 300, "heuristic").won.mean()  # the default weights
     assert f"{100 * baseline:.2f}%" in progress[0]
     summary = [line for line in r.stdout.splitlines() if "win rate" in line]
@@ -318,6 +324,28 @@ def test_tune_and_train_check_their_out_file_before_any_work(tmp_path, command):
         r = invoke(command, *work, "-o", out)
         assert "--out" in one_line_error(r) and fragment in r.stderr, r.stderr
         assert r.stdout == "" and not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("command", ["tune", "train"])
+def test_tune_and_train_refuse_a_seed_past_the_largest_before_any_work(command, monkeypatch):
+    import sim.analysis.tune
+
+    def no_games(*args, **kw):
+        raise AssertionError("a game was played")
+
+    monkeypatch.setattr(sim.analysis.tune, "play_range", no_games)
+    work = ["-n", "10", *SMALL_TUNE, "-w", "1"] if command == "tune" else ["-n", "5", "--rounds", "1", "--validation-n", "5"]
+    for option in ("--seed", "--validation-seed"):
+        r = invoke(command, *work, option, 2**64)
+        assert one_line_error(r) == f"Error: {option} must be an integer in 0..2**64-1, not {2**64}", r.output
+    # The library refuses them first too.
+    from sim.analysis.train import train
+    from sim.analysis.tune import tune
+
+    run = tune if command == "tune" else train
+    for kw in (dict(seed=2**64), dict(validation_seed=-1), dict(seed=1.5)):
+        with pytest.raises(ValueError, match="seed must be an integer in 0..2"):
+            run(n=5, **kw)
 
 
 def test_train_example_writes_values_json_not_the_shipped_values():

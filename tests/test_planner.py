@@ -275,17 +275,19 @@ def test_training_is_deterministic_for_a_seed_and_depends_on_it(tmp_path):
     planner.validate_values(a, "trained")  # a trained file is a valid values file
 
 
-def test_self_play_in_steps_learns_the_values_of_one_call(monkeypatch):
+def test_self_play_and_validation_in_steps_give_the_values_and_figures_of_one_call(monkeypatch):
     import sim.analysis.train as training
 
     kw = dict(n=40, rounds=2, seed=4, explore=0.5, loss=-5.0, bootstrap=0.5, validation_n=10)
     monkeypatch.setattr(training, "SELF_PLAY_STEP", 10**6)
+    monkeypatch.setattr(training, "VALIDATION_STEP", 10**6)
     whole = train(**kw).as_json()
     monkeypatch.setattr(training, "SELF_PLAY_STEP", 7)
+    monkeypatch.setattr(training, "VALIDATION_STEP", 3)
     played = []
     steps = train(on_games=played.append, **kw).as_json()
     assert json.dumps(steps) == json.dumps(whole)
-    assert played == [7, 7, 7, 7, 7, 5] * 2
+    assert played == [7, 7, 7, 7, 7, 5] * 2 + [3, 3, 3, 1]  # self-play, then the held-out deals
 
 
 @pytest.mark.parametrize("kw,fragment", [

@@ -318,3 +318,16 @@ def test_a_plugin_file_edited_while_a_run_goes_on_does_not_change_its_rows(tmp_p
     a, b = (pl.read_parquet(s.path / "games" / "*.parquet").sort("game").drop("policy", strict=False)
             for s in (edited, reference))
     assert a.equals(b)
+
+
+def test_tune_plays_its_games_in_steps_with_the_sums_of_one_call():
+    # play_sums keeps memory bounded whatever n (sim tune -n 1e9): the steps change nothing but when it reports.
+    from policies.heuristic import DEFAULT_WEIGHTS
+    from sim.analysis.tune import play_sums
+
+    cols = sim.play_range(3, 0, 50, "heuristic")
+    whole = (int(cols.won.sum()), float(np.where(cols.won, cols.score, 0).sum()))
+    assert whole[0] > 0
+    played = []
+    assert play_sums(3, 50, "heuristic", sim.Rules(), DEFAULT_WEIGHTS, on_games=played.append, step=7) == whole
+    assert played == [7] * 7 + [1]

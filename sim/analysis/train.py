@@ -33,8 +33,10 @@ from policies.planner import (
     weights_to_params,
 )
 from sim import kernels as K
+from sim.analysis.tune import play_sums
+from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
-from sim.players.api import play_range, warm_up
+from sim.players.api import in_cache, to_compile as to_compile_policy, warm_up
 from sim.stats import wilson
 
 STREAM_EXPLORE = np.uint64(7)
@@ -204,6 +206,18 @@ SELF_PLAY_STEP = 250
 stopped, so that the sums, and the values, are the same as in one call."""
 
 
+def to_compile() -> str | None:
+    """What `train` compiles before its first game (its self-play, then planner's game loop), saying how often;
+    None when numba's cache holds it all."""
+    if in_cache(self_play) and to_compile_policy("planner") is None:
+        return None
+    return "self-play and planner (first run only)"
+
+
+VALIDATION_STEP = 500
+"""Validation games per call: a few seconds of planner, so that Ctrl-C and the progress bar are not kept waiting."""
+
+
 def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5, loss: float = 0.0,
           ridge: float = 1.0, bootstrap: float = 0.0, decay: float = 1.0,
           validation_seed: int | None = None, validation_n: int = 2_000,
@@ -213,8 +227,12 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
     Each fit uses every round's positions so far, those of earlier rounds
     weighted by `decay` per round since. `on_round(round, summary)` hears
     each round's summary (as in `history`); `on_games(k)` hears every k
-    games of self-play played (for a progress bar: a round can take minutes).
+    games played, of self-play and then of validation (for a progress bar:
+    a round can take minutes).
     """
+    seed = check_seed(seed)
+    if validation_seed is not None:
+        validation_seed = check_seed(validation_seed)
     if n < 1 or rounds < 1 or validation_n < 1:
         raise ValueError("n, rounds and validation_n must be at least 1")
     if not 0.0 <= explore <= 1.0:
@@ -261,9 +279,9 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
     params = validate_values({"format": FORMAT, "features": list(FEATURE_SET), "weights": weights.tolist(),
                               "loss": loss}, "trained")
     warm_up("planner")
-    cols = play_range(validation_seed, 0, validation_n, "planner", rules, params=np.array(params + search_params()))
-    wins = int(cols.won.sum())
-    mean_score = float(np.where(cols.won, cols.score, 0).sum()) / validation_n
+    wins, total = play_sums(validation_seed, validation_n, "planner", rules, np.array(params + search_params()),
+                            on_games=on_games, step=VALIDATION_STEP)
+    mean_score = total / validation_n
     return TrainResult(
         weights=tuple(float(w) for w in weights), loss=float(loss), history=tuple(history),
         validation_seed=validation_seed, validation_n=validation_n, validation_wins=wins,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policies.heuristic import DEFAULT_WEIGHTS, FEATURES
+from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
 from sim.jobs.pool import run_tasks
 from sim.players.api import play_range, warm_up
@@ -62,10 +63,29 @@ class TuneResult:
         }
 
 
+PLAY_STEP = 100_000
+"""Games per `play_range` call when only sums are wanted."""
+
+
+def play_sums(seed: int, n: int, policy: str, rules: Rules, params, on_games=None,
+              step: int = PLAY_STEP) -> tuple[int, float]:
+    """(wins, total score of the wins) of games 0..n-1 of `seed`, played `step` games at a time, so that memory
+    stays bounded whatever n and Ctrl-C and `on_games(count)` come between the steps (the games, and so the
+    sums, do not depend on the steps)."""
+    wins, score = 0, 0.0
+    for start in range(0, n, step):
+        count = min(step, n - start)
+        cols = play_range(seed, start, start + count, policy, rules, params=params)
+        wins += int(cols.won.sum())
+        score += float(np.where(cols.won, cols.score, 0).sum())
+        if on_games is not None:
+            on_games(count)
+    return wins, score
+
+
 def _evaluate(task):
     policy, weights, seed, n, rules = task
-    cols = play_range(seed, 0, n, policy, Rules(**rules), params=np.asarray(weights))
-    return int(cols.won.sum()), float(np.where(cols.won, cols.score, 0).sum())
+    return play_sums(seed, n, policy, Rules(**rules), np.asarray(weights))
 
 
 def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int = 15, population: int = 30,
@@ -78,6 +98,9 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
     games (`on_baseline(win_rate)` hears it): the baseline the search has to beat.
     `on_games(n)` hears each candidate's n games played (for a progress bar).
     """
+    seed = check_seed(seed)
+    if validation_seed is not None:
+        validation_seed = check_seed(validation_seed)
     if policy not in TUNABLE:
         raise ValueError(f"policy {policy!r} has no weights to tune; tunable: {', '.join(TUNABLE)} "
                          f"(lookahead and rollout use heuristic's weights)")

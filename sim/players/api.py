@@ -194,7 +194,7 @@ def play_decks(decks, policy: str | PolicySpec = "greedy", rules: Rules | None =
     return finish_columns(cols, games, decks if record_deals else None, spec.name, seed)
 
 
-def _in_cache(dispatcher) -> bool:
+def in_cache(dispatcher) -> bool:
     """Is this jitted function compiled in this process, or in numba's on-disk cache for these sources?"""
     if dispatcher.overloads:
         return True
@@ -227,7 +227,7 @@ def to_compile(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded:
         loops = _loops(spec)
         if seeded or decks or replay:
             needed.append(loops.games)
-    if all(_in_cache(d) for d in needed):
+    if all(in_cache(d) for d in needed):
         return None
     return f"the engine for {policy if isinstance(policy, str) else policy.name} (first run only)"
 
