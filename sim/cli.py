@@ -635,7 +635,8 @@ def compare(
 
     With --policy, every policy plays the same n seeded deals; each run is
     written under results/ as `sim run` would, and a complete run already
-    there with the same settings is reused (--force plays it again). With
+    there with the same settings is reused, an interrupted one finished
+    (--force plays it again). With
     run directories, the runs are joined on game; they must share seed and
     deal source (rules, policy and n may differ: a pair is compared on the
     deals both played). --png DIR writes win_rate.png, paired_difference.png,
@@ -691,7 +692,8 @@ def sweep(
     """Play every combination of rule option values on the same deals; win rate and mean score of each.
 
     Each combination is one run under results/ (a complete run already there
-    with the same settings is reused; --force plays it again). --png DIR
+    with the same settings is reused, an interrupted one finished; --force
+    plays it again). --png DIR
     writes win_rate.png: win rate and mean score, with 95% intervals.
 
     Example: sim sweep -n 1e5 --rule max_face_down=3,4,5 --rule max_pile=3,4

@@ -339,6 +339,37 @@ def test_an_interrupted_plugin_run_says_the_command_that_resumes_it(tmp_path, mo
     assert games_of(tmp_path / "p b").equals(reference_rows(tmp_path, policy=f"{plugin}:choose", n=300))
 
 
+def test_a_sweep_finishes_its_own_interrupted_run_and_never_takes_over_a_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    sweep = ["sweep", "-n", "300", "--rule", "max_face_down=3,4", "-w", "1"]
+    first, second = Path("results/greedy-seed0-n300-max_face_down3"), Path("results/greedy-seed0-n300")
+    sim.run(sim.RunConfig(n=300, rules=sim.Rules(max_face_down=3)), out=first, workers=1, chunk_size=100)
+    write = runner.write_atomic
+    monkeypatch.setattr(runner, "write_atomic", _Stop(write))  # Ctrl-C at the second combination's first part
+    r = cli.invoke(app, sweep)
+    assert r.exit_code == 130 and r.stderr.strip().splitlines()[-1].startswith("Error: interrupted"), r.output
+    monkeypatch.setattr(runner, "write_atomic", write)
+    assert json.loads((second / "manifest.json").read_text())["status"] == "incomplete"
+    # Run again, the sweep plays the interrupted run's missing parts (it used to refuse it as "another run").
+    r = cli.invoke(app, sweep)
+    assert r.exit_code == 0, r.output
+    assert f"[1/2] greedy (max_face_down=3): reusing {first}" in r.stderr
+    assert f"[2/2] greedy: finishing {second} (it was interrupted; playing its missing parts" in r.stderr
+    assert games_of(second).equals(reference_rows(tmp_path, n=300))
+    # A folder holding anything but a run is refused before any game, even with --force; an empty one is used.
+    other = ["sweep", "-n", "200", "--rule", "max_pile=3,4", "-w", "1", "-q"]
+    Path("results/greedy-seed0-n200").mkdir()
+    Path("results/greedy-seed0-n200/notes.txt").write_text("mine")
+    line = one_line_error(cli.invoke(app, [*other, "--force"]), 2)
+    assert line == ("Error: results/greedy-seed0-n200 is a non-empty directory that holds no run, where the run of "
+                    "greedy goes; move it away")
+    assert not Path("results/greedy-seed0-n200-max_pile3").exists()
+    assert sorted(p.name for p in Path("results/greedy-seed0-n200").iterdir()) == ["notes.txt"]  # not even a lock
+    Path("results/greedy-seed0-n200/notes.txt").unlink()
+    assert cli.invoke(app, other).exit_code == 0
+    assert games_of(Path("results/greedy-seed0-n200")).height == 200
+
+
 def test_resume_refuses_a_deal_file_that_changed_or_is_gone(tmp_path):
     path = tmp_path / "decks.jsonl"
     path.write_text("".join(json.dumps({"deck": list(sim.deal(4, g))}) + "\n" for g in range(30)))

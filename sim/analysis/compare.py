@@ -39,7 +39,7 @@ from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_di
 from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
 from sim.jobs import runner
-from sim.jobs.play import RunConfig, default_out, run, settled
+from sim.jobs.play import RunConfig, default_out, resume, run, settled
 from sim.jobs.resume import finish_command
 from sim.jobs.runner import RunError, UsageError
 from sim.players.api import resolve
@@ -543,15 +543,15 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
     """None if run_dir holds a complete run with exactly these settings and files, else (kind, what is wrong).
 
     kind is "files" when only the files the games depend on changed (the
-    run is played again), "other" when the directory holds another run.
+    run is played again), "incomplete" when it is this run, interrupted
+    (its missing parts are played), "other" when the directory holds another run.
     """
     try:
         m = runner.read_manifest(run_dir)
         runner.run_parts(run_dir, m)
     except (UsageError, RunError) as e:
         return "other", f"it is not a readable run: {e}"
-    if m.get("status") != "complete":
-        return "other", f"it is {m.get('status')}; finish it with: {finish_command(run_dir)}"
+    complete = m.get("status") == "complete"
     want = {"policy": config.policy, "n": config.n, "seed": config.seed, "rules": config.rules.as_dict(),
             "deal_algorithm": K.DEAL_ALGORITHM, "deals": None}
     if config.policy_args or m.get("policy_args"):
@@ -559,14 +559,19 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
     wrong = [f"{k} {m.get(k)!r} (wanted {v!r})" for k, v in want.items() if m.get(k) != v]
     if config.record_deals and not m.get("record_deals"):
         wrong.append("it has no deck column (wanted --record-deals)")
-    if sum(m.get("parts", {}).values()) != config.n:
+    if complete and sum(m.get("parts", {}).values()) != config.n:
         wrong.append("its parts do not hold n games")
+    if not complete and m.get("record_deals", False) != config.record_deals:
+        wrong.append(f"record_deals {m.get('record_deals', False)!r} (wanted {config.record_deals!r})")
     if wrong:
-        return "other", "; ".join(wrong)
+        state = "" if complete else f"an {m.get('status')} one: "
+        return "other", state + "; ".join(wrong)
     recorded, now = m.get("files") or {}, dict(config.files)
     changed = [p for p in sorted(set(recorded) | set(now)) if recorded.get(p) != now.get(p)]
     if changed:
         return "files", f"{changed[0]} is not the file its games were played with"
+    if not complete:
+        return "incomplete", f"it was interrupted; playing its missing parts, as {finish_command(run_dir)} does"
     return None
 
 
@@ -590,6 +595,12 @@ def policy_args_for(policy_names: list[str], policy_args: dict[str, str] | None)
     return out
 
 
+def _run_label(config: RunConfig) -> str:
+    """The policy, and the rule options unless default: "greedy (max_face_down=3)"."""
+    rules = rules_text(config.rules.as_dict())
+    return config.policy + ("" if rules == "default" else f" ({rules})")
+
+
 def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: int | None = None,
               force: bool = False, record_deals: bool = False, progress: bool = False, command: str | None = None,
               notify: Callable[[str], None] | None = None,
@@ -597,8 +608,10 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
     """One sim.run per (policy, rules), all with the same seed and n, in their default results/ directories.
 
     A directory that already holds a complete run with the same settings is
-    reused (not played again) unless `force`; one that holds anything else
-    is refused unless `force`. Returns each run directory and whether it was reused.
+    reused (not played again) unless `force`, and the same run interrupted
+    is finished; one that holds another run is refused unless `force`, and
+    one that holds anything but a run always, before any game is played.
+    Returns each run directory and whether it was reused.
     """
     args_of = policy_args_for([p for p, _ in specs], policy_args)
     for policy, _ in specs:
@@ -618,28 +631,35 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
     plan = []
     for config, out in zip(configs, dirs):
         config, why = settled(config), ""
-        reuse = out.exists() and not force
+        unusable = runner.not_a_run_dir(out)
+        if unusable:  # even with --force: what it holds is not a run's to replace
+            raise UsageError(f"{unusable}, where the run of {_run_label(config)} goes; move it away")
+        reuse = (out / runner.MANIFEST).exists() and not force  # an empty directory is played into
         if reuse:
             with runner.writer_lock(out):  # no writer may be half way through it while it is checked
                 problem = _reuse_problem(out, config)
             if problem and problem[0] == "other":
                 raise UsageError(f"{out} already holds another run ({problem[1]}); use --force to replace it")
             if problem:
-                reuse, why = False, f" again ({problem[1]})"
+                reuse, why = problem[0], f" ({problem[1]})" if problem[0] == "incomplete" else f" again ({problem[1]})"
         plan.append((config, out, reuse, why))
     made = []
     for k, (config, out, reuse, why) in enumerate(plan, 1):
-        what = f"{config.policy}" + ("" if rules_text(config.rules.as_dict()) == "default"
-                                     else f" ({rules_text(config.rules.as_dict())})")
-        if reuse:
+        what = _run_label(config)
+        if reuse is True:
             if notify:
                 notify(f"[{k}/{len(plan)}] {what}: reusing {out}")
+        elif reuse == "incomplete":
+            if notify:
+                notify(f"[{k}/{len(plan)}] {what}: finishing {out}{why}")
+            resume(out, policy=config.policy, policy_args=config.policy_args, workers=workers, progress=progress,
+                   notify=notify)
         else:
             if notify:
                 notify(f"[{k}/{len(plan)}] {what}: playing {n:,} games into {out}{why}")
             run(config, out=out, force=force or bool(why), workers=workers, progress=progress, command=command,
                 notify=notify)
-        made.append((out, reuse))
+        made.append((out, reuse is True))
     return made
 
 

@@ -759,6 +759,22 @@ def _is_run(run_dir: Path) -> bool:
     return True
 
 
+def not_a_run_dir(run_dir: Path) -> str | None:
+    """Why no run may be written into `run_dir`, even with force: it holds other things than a run (None when it
+    is missing, empty, or holds a run)."""
+    if not run_dir.exists() or _is_run(run_dir):
+        return None
+    if not run_dir.is_dir():
+        return f"{run_dir} exists and is not a directory"
+    entries = {e.name for e in os.scandir(run_dir)} - {LOCK}
+    if GAMES in entries and not (run_dir / GAMES).is_dir():
+        return f"{run_dir} holds a file named {GAMES} where a run keeps its parts"
+    if entries - {GAMES} or (GAMES in entries and any(os.scandir(run_dir / GAMES))):
+        what = "holds no run" if MANIFEST not in entries else f"has a {MANIFEST} that is not a run's"
+        return f"{run_dir} is a non-empty directory that {what}"
+    return None
+
+
 def _prepare_dir(run_dir: Path, force: bool) -> None:
     """Make `run_dir` ready for a new run (the caller holds its lock): empty, or a run replaced with `force`.
 
@@ -767,7 +783,6 @@ def _prepare_dir(run_dir: Path, force: bool) -> None:
     owns is moved; any other file stays, and a directory holding other
     things than a run is refused, even with `force`.
     """
-    entries = {e.name for e in os.scandir(run_dir)} - {LOCK}
     if _is_run(run_dir):
         if not force:
             raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to finish it "
@@ -778,12 +793,10 @@ def _prepare_dir(run_dir: Path, force: bool) -> None:
             with contextlib.suppress(OSError):
                 _put_back(run_dir)
             raise RunError(f"cannot clear {run_dir}: {e.strerror or e}") from None
-    elif GAMES in entries and not (run_dir / GAMES).is_dir():
-        raise UsageError(f"out {run_dir} holds a file named {GAMES} where a run keeps its parts; choose another",
-                         "out")
-    elif entries - {GAMES} or (GAMES in entries and any(os.scandir(run_dir / GAMES))):
-        what = "holds no run" if MANIFEST not in entries else f"has a {MANIFEST} that is not a run's"
-        raise UsageError(f"out {run_dir} is a non-empty directory that {what}; choose another", "out")
+    else:
+        why = not_a_run_dir(run_dir)
+        if why:
+            raise UsageError(f"out {why}; choose another", "out")
     try:
         (run_dir / GAMES).mkdir(exist_ok=True)
     except OSError as e:
