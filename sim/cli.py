@@ -516,11 +516,33 @@ HtmlOpt = Annotated[Optional[Path], typer.Option(
 
 
 def check_outputs(png: Path | None, html: Path | None) -> None:
-    """--png names a directory and --html a file: refuse the other way round before any work is done."""
+    """--png names a directory and --html a file, where they can be written: refuse otherwise, before any work."""
     if png is not None and (png.suffix.lower() == ".png" or (png.exists() and not png.is_dir())):
         fail(f"--png takes a directory, where each figure is written as NAME.png; {str(png)!r} is a file name")
     if html is not None and html.is_dir():
         fail(f"--html takes a file name; {str(html)!r} is a directory")
+    for option, folder in (("--png", png), ("--html", None if html is None else html.parent)):
+        if folder is not None:
+            _check_writable_folder(option, folder)
+
+
+def _check_writable_folder(option: str, folder: Path) -> None:
+    """The folder can be made (every part of its path that exists is a directory) and written to: a file is made
+    and removed in the deepest part that exists (permission bits alone do not tell, for root or /proc)."""
+    import os
+    import tempfile
+
+    for f in (folder, *folder.parents):
+        if f.exists():
+            if not f.is_dir():
+                fail(f"{option}: {f} is not a directory")
+            try:
+                fd, probe = tempfile.mkstemp(dir=f, prefix=".sim-probe-")
+            except OSError as e:
+                fail(f"{option}: cannot write in {f}: {e.strerror or e}")
+            os.close(fd)
+            os.unlink(probe)
+            return
 
 
 def write_outputs(png: Path | None, html: Path | None, figures, page, quiet: bool) -> None:

@@ -425,7 +425,7 @@ def test_paths_in_the_way_are_named_for_what_they_are(tmp_path):
     assert "is a directory" in one_line_error(invoke("run", "-n", "5", "--deals", folder, "--out", tmp_path / "r"))
     blocker = tmp_path / "afile"
     blocker.write_text("x")
-    line = one_line_error(invoke("replay", "--seed", "0", "--game", "1", "--html", blocker / "x.html"), 1)
+    line = one_line_error(invoke("replay", "--seed", "0", "--game", "1", "--html", blocker / "x.html"))  # found before the game
     assert "not a directory" in line and "File exists" not in line
     run = tmp_path / "run"
     assert invoke("run", "-n", "50", "-w", "1", "-q", "--out", run).exit_code == 0
@@ -453,3 +453,20 @@ def test_report_refuses_the_same_run_twice(tmp_path):
     assert invoke("run", "-n", "20", "-w", "1", "-q", "--out", tmp_path / "r").exit_code == 0
     assert invoke("report", tmp_path / "r").exit_code == 0
     assert "given twice" in one_line_error(invoke("report", tmp_path / "r", tmp_path / ".." / tmp_path.name / "r"))
+
+
+def test_figures_and_pages_that_cannot_be_written_are_refused_before_any_game(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("notadir").write_text("mine")
+    sweep = ["sweep", "-n", "100", "--rule", "max_face_down=3,4", "-w", "1"]
+    r = invoke(*sweep, "--html", "notadir/sweep.html")
+    assert one_line_error(r) == "Error: --html: notadir is not a directory"
+    r = invoke(*sweep, "--png", "notadir/sub/figs")
+    assert one_line_error(r) == "Error: --png: notadir is not a directory"
+    if Path("/proc/self").is_dir():  # a folder no one can make files in, not even root
+        r = invoke(*sweep, "--png", "/proc/figs")
+        assert one_line_error(r) == "Error: --png: cannot write in /proc: No such file or directory"
+    assert not Path("results").exists() and Path("notadir").read_text() == "mine"
+    assert [p.name for p in tmp_path.iterdir()] == ["notadir"]  # the probe file is gone
+    r = invoke(*sweep, "-q", "--png", "new/figs")
+    assert r.exit_code == 0 and sorted(p.name for p in Path("new/figs").iterdir()) == ["win_rate.png"]
