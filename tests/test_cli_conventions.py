@@ -470,3 +470,13 @@ def test_figures_and_pages_that_cannot_be_written_are_refused_before_any_game(tm
     assert [p.name for p in tmp_path.iterdir()] == ["notadir"]  # the probe file is gone
     r = invoke(*sweep, "-q", "--png", "new/figs")
     assert r.exit_code == 0 and sorted(p.name for p in Path("new/figs").iterdir()) == ["win_rate.png"]
+
+
+def test_sweep_and_compare_refuse_more_games_than_a_run_holds_without_naming_options_they_lack():
+    for command in (["sweep", "--rule", "grid=3,4"], ["compare", "-p", "greedy", "-p", "random"]):
+        line = one_line_error(invoke(*command, "-n", 2**63))
+        assert line.startswith("Error: -n must be at most 5,000,000,000,000 games per run here"), line
+        assert "chunk" not in line.split("(")[0]
+    from sim.analysis.sweep import parse_sweep_options
+
+    assert parse_sweep_options(["max_face_down=03,4"]) == [("max_face_down", ["3", "4"])]  # as the rules write it

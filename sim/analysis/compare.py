@@ -38,8 +38,9 @@ from sim.analysis.report import load_report
 from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, rules_text
 from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
+from sim.errors import magnitude
 from sim.jobs import runner
-from sim.jobs.play import RunConfig, default_out, resume, run, settled
+from sim.jobs.play import DEFAULT_CHUNK, RunConfig, default_out, resume, run, settled
 from sim.jobs.resume import finish_command
 from sim.jobs.runner import RunError, UsageError
 from sim.players.api import resolve
@@ -623,6 +624,10 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
         seed = check_seed(seed)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    most = runner.MAX_CHUNKS * DEFAULT_CHUNK  # the runs take the default chunk size: no --chunk-size to advise
+    if n > most:
+        raise UsageError(f"n must be at most {most:,} games per run here ({runner.MAX_CHUNKS:,} parts of "
+                         f"{DEFAULT_CHUNK:,}), not {magnitude(n)}", "n")
     configs = [RunConfig(policy=p, n=n, seed=seed, rules=r, record_deals=record_deals,
                          policy_args=tuple(args_of[p].items())) for p, r in specs]
     dirs = [default_out(settled(c)) for c in configs]  # named as `sim run` names them: file arguments absolute

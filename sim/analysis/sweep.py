@@ -14,7 +14,7 @@ from sim.jobs.runner import UsageError
 def parse_sweep_options(items: list[str]) -> list[tuple[str, list[str]]]:
     """["max_face_down=3,4,5", "max_pile=3,4"] -> [("max_face_down", ["3", "4", "5"]), ("max_pile", ["3", "4"])].
 
-    Every value is checked against the rule's valid range.
+    Every value is checked against the rule's valid range, and written as the rules write it ("03" is "3").
     """
     axes: list[tuple[str, list[str]]] = []
     for item in items or []:
@@ -25,13 +25,12 @@ def parse_sweep_options(items: list[str]) -> list[tuple[str, list[str]]]:
             raise UsageError(f"--rule {item!r} is not KEY=V1,V2,... (e.g. --rule max_face_down=3,4,5)")
         if key in (k for k, _ in axes):
             raise UsageError(f"--rule {key} is given twice; list its values once: {key}=V1,V2,...")
+        try:  # each value as the rules write it (03 is 3)
+            vals = [str(Rules.from_strings({key: v}).as_dict()[key]) for v in vals]
+        except ValueError as e:
+            raise UsageError(str(e)) from None
         if len(set(vals)) < len(vals):
             raise UsageError(f"--rule {item!r} lists a value twice")
-        for v in vals:
-            try:
-                Rules.from_strings({key: v})
-            except ValueError as e:
-                raise UsageError(str(e)) from None
         axes.append((key, vals))
     if not axes:
         raise UsageError("give at least one --rule KEY=V1,V2,... to sweep")
