@@ -197,3 +197,22 @@ def test_sweep_options_are_parsed_and_checked():
             parse_sweep_options(bad)
     res = cli.invoke(app, ["sweep", "-n", "10", "--rule", "grid=1,2"])
     assert res.exit_code == 2 and res.stderr.startswith("Error:") and "grid" in res.stderr
+
+
+def test_shares_and_p_values_never_read_as_a_bound_they_do_not_reach():
+    from sim.analysis.compare import fmt_p
+    from sim.analysis.tables import fmt_ci, pct_text
+
+    # A run that lost some games never reads 100.00%; a difference that is not zero never reads +0.00%.
+    assert pct_text(0.99996) == "99.9960%" and pct_text(1.0) == "100.00%" and pct_text(0.5) == "50.00%"
+    assert pct_text(4e-6) == "0.00040%" and pct_text(1e-6, signed=True) == "+0.00010%"
+    assert fmt_ci(0.99990, 0.99999) == "99.990% .. 99.9990%"
+    # A p-value is not rounded across 0.05 or 0.01.
+    assert [fmt_p(p) for p in (0.0498, 0.04996, 0.0502, 0.00999, 0.0101, 0.5)] == [
+        "0.0498", "0.04996", "0.050", "0.00999", "0.010", "0.500"]
+    # b = 42, c = 25: p = 0.0498 (scipy's exact binomial test), shown as 0.0498.
+    from scipy.stats import binomtest
+
+    from sim.stats import mcnemar_exact
+
+    assert fmt_p(mcnemar_exact(42, 25)) == f"{binomtest(25, 67).pvalue:.4f}" == "0.0498"

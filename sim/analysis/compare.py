@@ -35,7 +35,7 @@ import polars as pl
 import policies
 from sim import kernels as K
 from sim.analysis.report import load_report
-from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, rules_text
+from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, pct_text, rules_text
 from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
 from sim.errors import magnitude
@@ -362,9 +362,14 @@ def render_as(obj, fmt: str) -> str:
 
 
 def fmt_p(p: float) -> str:
-    """A p-value: three decimals, or scientific notation when below 0.001."""
+    """A p-value: three decimals, or more where three would carry it across 0.05 or 0.01 (0.0498, not 0.050);
+    scientific notation when below 0.001."""
     if p >= 0.001:
-        return f"{p:.3f}"
+        for digits in range(3, 10):
+            text = f"{p:.{digits}f}"
+            if all((float(text) < level) == (p < level) for level in (0.05, 0.01)):
+                break
+        return text
     return "<1e-300" if p < 1e-300 else f"{p:.1e}"
 
 
@@ -383,11 +388,11 @@ def _signed_range(lo, hi, digits: int = 2) -> str:
 
 
 def _signed_pct(x: float, digits: int) -> str:
-    return "-" if math.isnan(x) else f"{100 * x:+.{digits}f}%"
+    return "-" if math.isnan(x) else pct_text(x, digits, signed=True)
 
 
 def _signed_ci(lo: float, hi: float, digits: int) -> str:
-    return "-" if math.isnan(lo) else f"{100 * lo:+.{digits}f}% .. {100 * hi:+.{digits}f}%"
+    return "-" if math.isnan(lo) else f"{pct_text(lo, digits, signed=True)} .. {pct_text(hi, digits, signed=True)}"
 
 
 def _scan(path: str, i: int) -> pl.LazyFrame:

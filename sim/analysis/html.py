@@ -12,7 +12,7 @@ from html import escape
 from pathlib import Path
 
 from sim.analysis.report import RunReport, header_lines, overview_table, tables
-from sim.analysis.tables import Table, fmt_int, pct_digits
+from sim.analysis.tables import Table, fmt_int, pct_digits, pct_text
 from sim.version import __version__
 
 STYLE = """
@@ -136,7 +136,7 @@ def notes_html(notes) -> str:
 
 
 def _pct(x: float, digits: int, signed: bool = False) -> str:
-    return "-" if x != x else f"{100 * x:{'+' if signed else ''}.{digits}f}%"
+    return "-" if x != x else pct_text(x, digits, signed)
 
 
 def pair_html(p, n: int) -> str:

@@ -65,7 +65,8 @@ class RunReport:
     win_rate_high: float
     """Upper end of that interval."""
     score_counts: tuple[tuple[int, int], ...]
-    """(score, wins with that score) for every score 0..24 (more if a rule option allows higher scores)."""
+    """(score, wins with that score) for every score 0..24, and on to the highest score won when a rule option allows
+    higher ones."""
     score_mean: float | None
     """Of the won games; None without wins."""
     score_mean_low: float | None

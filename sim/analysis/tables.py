@@ -65,13 +65,16 @@ def fmt_int(k: int | None) -> str:
     return "-" if k is None else f"{k:,}"
 
 
-def pct_text(x: float, digits: int = 2) -> str:
-    """A share as a percentage with `digits` decimals, or more for a small one: two significant digits,
-    so a share that is not zero never reads 0 (4e-6 is "0.00040%", not "0.00%")."""
+def pct_text(x: float, digits: int = 2, signed: bool = False) -> str:
+    """A share as a percentage with `digits` decimals, or more near 0 and 100%: two significant digits of the
+    distance, so a share that is not 0 or 1 never reads 0% or 100% (4e-6 is "0.00040%", 0.99996 "99.9960%").
+    `signed`: with its sign (a difference)."""
     v = 100 * x
-    if v != 0 and math.isfinite(v) and abs(v) < 10 ** (1 - digits):
-        digits = max(digits, 1 - math.floor(math.log10(abs(v))))
-    return f"{v:.{digits}f}%"
+    if math.isfinite(v):
+        for gap in (abs(v), round(abs(100 - abs(v)), 12)):  # rounded: 100 - 99.999 is 0.001, not 0.000999..
+            if gap != 0 and gap < 10 ** (1 - digits):
+                digits = max(digits, 1 - math.floor(math.log10(gap)))
+    return f"{v:{'+' if signed else ''}.{digits}f}%"
 
 
 def fmt_pct(x: float | None, digits: int = 2) -> str:
