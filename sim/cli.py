@@ -768,6 +768,7 @@ def tune(
     from sim.analysis.tables import fmt_pct
     from sim.analysis.tune import tune as run_tune
     from sim.jobs.files import write_json_atomic
+    from sim.jobs.runner import interrupt_on_sigterm
 
     logging_options(verbose, quiet)
     check_policy(policy)
@@ -781,7 +782,7 @@ def tune(
         f"baseline: train win rate {fmt_pct(rate)} (default weights; {train})", err=True))
     bar = games_bar(rounds * population * count, quiet, "search")
     try:
-        with library_errors(verbose), bar:
+        with library_errors(verbose), bar, interrupt_on_sigterm():
             result = run_tune(policy, count, seed=seed, rounds=rounds, population=population, elite=elite,
                               validation_seed=validation_seed, rules=parse_rules(rule),
                               workers=workers or os.cpu_count() or 1,
@@ -845,6 +846,7 @@ def train(
     from sim.analysis.tables import fmt_pct
     from sim.analysis.train import train as run_train
     from sim.jobs.files import write_json_atomic
+    from sim.jobs.runner import interrupt_on_sigterm
 
     logging_options(verbose, quiet)
     count = _count(n)
@@ -863,7 +865,7 @@ def train(
         say(f"compiling {what}…", quiet)
     bar = games_bar(rounds * count + held_out, quiet, "self-play, then held-out")
     try:
-        with library_errors(verbose), bar:
+        with library_errors(verbose), bar, interrupt_on_sigterm():
             result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge, loss=loss, bootstrap=bootstrap,
                                decay=decay,
                                validation_seed=validation_seed, validation_n=held_out, rules=parse_rules(rule),

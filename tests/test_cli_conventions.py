@@ -480,3 +480,23 @@ def test_sweep_and_compare_refuse_more_games_than_a_run_holds_without_naming_opt
     from sim.analysis.sweep import parse_sweep_options
 
     assert parse_sweep_options(["max_face_down=03,4"]) == [("max_face_down", ["3", "4"])]  # as the rules write it
+
+
+def test_sigterm_stops_tune_as_ctrl_c_does(tmp_path):
+    # Said, exit 130, nothing written, no worker left (it used to die of the signal, without a word).
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "w.json"
+    proc = subprocess.Popen([sys.executable, "-m", "sim", "tune", "-n", "20000", "--rounds", "3", "--population", "4",
+                             "--elite", "2", "-w", "2", "-o", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    first = proc.stderr.readline()
+    while first.startswith("compiling"):
+        first = proc.stderr.readline()
+    assert first.startswith("baseline: train win rate"), first  # the search has begun
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "Error: interrupted; nothing written" and not out.exists()

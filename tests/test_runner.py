@@ -246,7 +246,7 @@ def test_an_interrupt_swallowed_inside_a_run_is_raised_when_the_block_ends(monke
     monkeypatch.setattr(sys, "unraisablehook", reported.append)
     before = signal.getsignal(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt):
-        with runner._interrupt_on_sigterm():
+        with runner.interrupt_on_sigterm():
             Finalizer()
     assert signal.getsignal(signal.SIGINT) is before
     assert sys.unraisablehook == reported.append

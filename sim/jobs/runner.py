@@ -539,7 +539,7 @@ def writer_lock(run_dir: Path):
 
 
 @contextlib.contextmanager
-def _interrupt_on_sigterm():
+def interrupt_on_sigterm():
     """Turn SIGTERM into KeyboardInterrupt while the run is in progress (main thread only).
 
     A second Ctrl-C or SIGTERM while the first is being handled is ignored,
@@ -674,7 +674,7 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
         warm = functools.partial(job.warm, config, decks is not None)  # Dask workers warm themselves
         chunks = (job.drive(p.executor, tasks(), warm, run_dir) if job.drive is not None
                   else p.executor.run(job.work, tasks(), warm))
-        with _interrupt_on_sigterm(), contextlib.closing(chunks) as results:
+        with interrupt_on_sigterm(), contextlib.closing(chunks) as results:
             for k, cols in results:
                 name = part_name(k)
                 frame = job.frame(cols)
@@ -742,7 +742,7 @@ def _warm(job: Job, config, from_file: bool, then: str, notify=None) -> None:
     interrupt (how to finish the run, say).
     """
     try:
-        with _interrupt_on_sigterm():
+        with interrupt_on_sigterm():
             what = job.to_compile(config, from_file) if notify is not None else None
             if what:
                 notify(f"compiling {what}…")
@@ -972,7 +972,7 @@ def _resumable_once_saved(resume_hint: str):
     the process at once, without the message or exit code 130).
     """
     try:
-        with _interrupt_on_sigterm():
+        with interrupt_on_sigterm():
             yield
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted. {resume_hint}") from None
