@@ -644,32 +644,32 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
         unusable = runner.not_a_run_dir(out)
         if unusable:  # even with --force: what it holds is not a run's to replace
             raise UsageError(f"{unusable}, where the run of {_run_label(config)} goes; move it away")
-        reuse = (out / runner.MANIFEST).exists() and not force  # an empty directory is played into
-        if reuse:
+        action = "play"
+        if (out / runner.MANIFEST).exists() and not force:  # an empty directory is played into
             with runner.writer_lock(out):  # no writer may be half way through it while it is checked
                 problem = _reuse_problem(out, config)
-            if problem and problem[0] == "other":
+            if problem is None:
+                action = "reuse"
+            elif problem[0] == "other":
                 raise UsageError(f"{out} already holds another run ({problem[1]}); use --force to replace it")
-            if problem:
-                reuse, why = problem[0], f" ({problem[1]})" if problem[0] == "incomplete" else f" again ({problem[1]})"
-        plan.append((config, out, reuse, why))
+            elif problem[0] == "incomplete":
+                action, why = "finish", f" ({problem[1]})"
+            else:
+                action, why = "replace", f" again ({problem[1]})"
+        plan.append((config, out, action, why))
     made = []
-    for k, (config, out, reuse, why) in enumerate(plan, 1):
+    for k, (config, out, action, why) in enumerate(plan, 1):
         what = _run_label(config)
-        if reuse is True:
-            if notify:
-                notify(f"[{k}/{len(plan)}] {what}: reusing {out}")
-        elif reuse == "incomplete":
-            if notify:
-                notify(f"[{k}/{len(plan)}] {what}: finishing {out}{why}")
+        if notify:
+            notify(f"[{k}/{len(plan)}] {what}: " + {"reuse": f"reusing {out}", "finish": f"finishing {out}{why}"}.get(
+                action, f"playing {n:,} games into {out}{why}"))
+        if action == "finish":
             resume(out, policy=config.policy, policy_args=config.policy_args, workers=workers, progress=progress,
                    notify=notify)
-        else:
-            if notify:
-                notify(f"[{k}/{len(plan)}] {what}: playing {n:,} games into {out}{why}")
-            run(config, out=out, force=force or bool(why), workers=workers, progress=progress, command=command,
-                notify=notify)
-        made.append((out, reuse is True))
+        elif action != "reuse":
+            run(config, out=out, force=force or action == "replace", workers=workers, progress=progress,
+                command=command, notify=notify)
+        made.append((out, action == "reuse"))
     return made
 
 
