@@ -28,12 +28,17 @@ def rows(run_dir: Path) -> pl.DataFrame:
     return pl.read_parquet(run_parts(run_dir))
 
 
+def _nodes(k: int) -> str:
+    """A node count in G or M, whichever shows it with a digit or more before the point."""
+    return f"{k / 1e9:.1f} G" if k >= 1e9 else f"{k / 1e6:.1f} M"
+
+
 def hard(run_dir: Path, nodes: float) -> str:
     lines = [f"Deals that took more than {nodes:,.0f} nodes:", "", "| deal | best score | proven | nodes | seconds |",
              "| ---: | ---: | :---: | ---: | ---: |"]
     for r in rows(run_dir).filter(pl.col("nodes") > nodes).sort("game").iter_rows(named=True):
         lines.append(f"| {r['game']} | {r['score']} | {'yes' if r['proven_best'] else 'no'} | "
-                     f"{r['nodes'] / 1e9:.1f} G | {r['seconds']:,.0f} |")
+                     f"{_nodes(r['nodes'])} | {r['seconds']:,.0f} |")
     return "\n".join(lines)
 
 

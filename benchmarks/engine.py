@@ -4,7 +4,7 @@
 
 Deal generation is included: this is what `sim.play_range` costs a runner.
 The first figure is the first call's time: a compile when numba's cache is
-cold (delete sim/__pycache__/*.nb* to see it), a cache load otherwise.
+cold (run with NUMBA_CACHE_DIR set to an empty folder to see it), a cache load otherwise.
 """
 
 import argparse

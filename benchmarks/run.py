@@ -69,7 +69,7 @@ def main() -> None:
         if not args.no_dask:
             from distributed import LocalCluster
 
-            with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+            with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                               silence_logs=40) as cluster:
                 sim_run(["--policy", args.policy, "-n", "1000", "--executor", "dask", "--scheduler",
                          cluster.scheduler_address, "--out", str(out / "dwarm")])

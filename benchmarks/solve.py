@@ -61,8 +61,8 @@ def describe(run_dir: Path, times: tuple[float, float, float], command: str) -> 
         f"  best score proven on {proven:,} of {n:,} deals ({proven / n:.2%}); "
         f"mean best score found {won['score'].mean():.3f} (won deals)"
         + (f", mean over proven {won.filter(pl.col('proven_best'))['score'].mean():.3f}" if proven else ""),
-        f"  seconds per deal: median {q('seconds', 0.5):.6f}, 99th percentile {q('seconds', 0.99):.4f}, "
-        f"max {df['seconds'].max():.3f}",
+        f"  seconds per deal: median {q('seconds', 0.5):.6f}, 99th percentile {q('seconds', 0.99):.6f}, "
+        f"max {df['seconds'].max():.6f}",
         f"  nodes per deal:   median {q('nodes', 0.5):,.0f}, 99th percentile {q('nodes', 0.99):,.0f}, "
         f"max {df['nodes'].max():,}",
         f"  wall time {wall:.1f} s; CPU: main process {main_cpu:.1f} s, workers {workers_cpu:.1f} s",

@@ -90,7 +90,7 @@ class RunSummary:
     mean_score: float | None
     """Mean score of the won games (None without wins)."""
     seconds: float
-    """Wall time of this invocation."""
+    """Wall time of this invocation's run, from the workers' start to the last part (start-up not included)."""
     games_per_s: float
     """Games played by this invocation per second of wall time."""
     status: str
