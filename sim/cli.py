@@ -121,7 +121,8 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 FLAGS = {"n": "-n", "workers": "--workers", "chunk_size": "--chunk-size", "node_limit": "--node-limit",
          "time_limit": "--time-limit", "split_after": "--split-after", "sat_conflicts": "--sat-conflicts",
-         "out": "--out", "seed": "--seed"}
+         "out": "--out", "seed": "--seed", "explore": "--explore", "loss": "--loss", "decay": "--decay",
+         "bootstrap": "--bootstrap", "ridge": "--ridge"}
 """The option that sets each library setting a UsageError may name."""
 
 
@@ -858,18 +859,14 @@ def train(
     report = None if quiet else (lambda r, s: typer.echo(
         f"round {r}/{rounds}: {s['policy']} on {s['games']:,} deals of seed {seed}: win rate {fmt_pct(s['win_rate'])}, "
         f"mean score per deal {s['mean_score_per_deal']:.2f}, {s['positions']:,} positions fitted", err=True))
-    from sim.analysis.train import to_compile
-
-    what = to_compile()
-    if what is not None:
-        say(f"compiling {what}…", quiet)
     bar = games_bar(rounds * count + held_out, quiet, "self-play, then held-out")
     try:
         with library_errors(verbose), bar, interrupt_on_sigterm():
             result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge, loss=loss, bootstrap=bootstrap,
                                decay=decay,
                                validation_seed=validation_seed, validation_n=held_out, rules=parse_rules(rule),
-                               on_round=above(bar, report), on_games=bar.update)
+                               on_round=above(bar, report), on_games=bar.update,
+                               notify=above(bar, lambda message: say(message, quiet)))
     except KeyboardInterrupt:
         fail("interrupted; nothing written", 130)
     if out is not None:

@@ -500,3 +500,12 @@ def test_sigterm_stops_tune_as_ctrl_c_does(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "Error: interrupted; nothing written" and not out.exists()
+
+
+@pytest.mark.parametrize("option,value,says", [("--explore", "2", "must be in 0..1, got 2.0"),
+                                               ("--loss", "1", "must be a number <= 0, got 1.0"),
+                                               ("--decay", "0", "must be in (0, 1], got 0.0"),
+                                               ("--bootstrap", "1.5", "must be in 0..1, got 1.5")])
+def test_train_names_its_options_as_typed_and_compiles_nothing_first(option, value, says):
+    r = invoke("train", "-n", "5", option, value)
+    assert one_line_error(r) == f"Error: {option} {says}" and "compiling" not in r.output

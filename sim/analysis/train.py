@@ -36,6 +36,7 @@ from sim import kernels as K
 from sim.analysis.tune import play_sums
 from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
+from sim.errors import UsageError
 from sim.players.api import in_cache, to_compile as to_compile_policy, warm_up
 from sim.stats import wilson
 
@@ -221,14 +222,15 @@ VALIDATION_STEP = 500
 def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5, loss: float = 0.0,
           ridge: float = 1.0, bootstrap: float = 0.0, decay: float = 1.0,
           validation_seed: int | None = None, validation_n: int = 2_000,
-          rules: Rules | None = None, on_round=None, on_games=None) -> TrainResult:
+          rules: Rules | None = None, on_round=None, on_games=None, notify=None) -> TrainResult:
     """Learn planner's values on `n` deals of `seed` per round; validate on another seed.
 
     Each fit uses every round's positions so far, those of earlier rounds
     weighted by `decay` per round since. `on_round(round, summary)` hears
     each round's summary (as in `history`); `on_games(k)` hears every k
     games played, of self-play and then of validation (for a progress bar:
-    a round can take minutes).
+    a round can take minutes). `notify(message)` hears of a compile before
+    it starts, once the settings are checked.
     """
     seed = check_seed(seed)
     if validation_seed is not None:
@@ -236,20 +238,23 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
     if n < 1 or rounds < 1 or validation_n < 1:
         raise ValueError("n, rounds and validation_n must be at least 1")
     if not 0.0 <= explore <= 1.0:
-        raise ValueError(f"explore must be in 0..1, got {explore}")
+        raise UsageError(f"explore must be in 0..1, got {explore}", "explore")
     if not (math.isfinite(loss) and loss <= 0.0):
-        raise ValueError(f"loss must be a number <= 0, got {loss}")
+        raise UsageError(f"loss must be a number <= 0, got {loss}", "loss")
     if not 0.0 < decay <= 1.0:
-        raise ValueError(f"decay must be in (0, 1], got {decay}")
+        raise UsageError(f"decay must be in (0, 1], got {decay}", "decay")
     if not 0.0 <= bootstrap <= 1.0:
-        raise ValueError(f"bootstrap must be in 0..1, got {bootstrap}")
+        raise UsageError(f"bootstrap must be in 0..1, got {bootstrap}", "bootstrap")
     if not (math.isfinite(ridge) and ridge > 0.0):
-        raise ValueError(f"ridge must be a number > 0, got {ridge}")
+        raise UsageError(f"ridge must be a number > 0, got {ridge}", "ridge")
     rules = rules or Rules()
     validation_seed = (seed + 1) % 2**64 if validation_seed is None else validation_seed  # seeds are 64-bit
     if validation_seed == seed:
         raise ValueError("the validation seed must differ from the training seed")
     rules_array = rules.as_array()
+    what = to_compile()
+    if what is not None and notify is not None:
+        notify(f"compiling {what}…")
     weights = None
     history = []
     xtx = np.zeros((N_WEIGHTS, N_WEIGHTS))  # every round's positions: the fit does not swing
