@@ -331,3 +331,42 @@ def test_tune_plays_its_games_in_steps_with_the_sums_of_one_call():
     played = []
     assert play_sums(3, 50, "heuristic", sim.Rules(), DEFAULT_WEIGHTS, on_games=played.append, step=7) == whole
     assert played == [7] * 7 + [1]
+
+
+def test_a_long_lived_worker_plays_the_code_each_run_recorded_or_refuses(tmp_path):
+    # A Dask worker lives on from run to run, so it may hold a plugin module an earlier run loaded: each chunk
+    # plays the code its run recorded (loaded again when the file holds it), and refuses when the file holds
+    # other code than the run recorded and the worker never loaded that (the rows would mix two versions).
+    import multiprocessing
+
+    from sim.jobs.play import PLAY, play_chunk, settled
+    from sim.jobs.runner import RunError
+
+    plugin = tmp_path / "worked.py"
+    first = "def choose(position, card):\n    return position.legal_cells()[0]\n"
+    last = "def choose(position, card):\n    cells = position.legal_cells()\n    return cells[len(cells) // 2]\n"
+
+    def task(policy, **config):
+        config = settled(sim.RunConfig(policy=policy, n=8, **config))
+        return {"chunk": 0, "start": 0, "stop": 8, "decks": None, **PLAY.payload(config)}
+
+    def games(cols):
+        return cols["cards_played"].tolist(), cols["end"].tolist()
+
+    with multiprocessing.get_context("fork").Pool(1) as worker:
+        plugin.write_text(first)
+        old_task = task(f"{plugin}:choose")
+        old = games(worker.apply(play_chunk, (old_task,)))
+        plugin.write_text(last)
+        new = games(worker.apply(play_chunk, (task(f"{plugin}:choose"),)))
+        assert new != old and new == games(play_chunk(task(f"{plugin}:choose")))  # as this process plays it
+        with pytest.raises(RunError, match=f"{plugin} has changed since the run started"):
+            worker.apply(play_chunk, (old_task,))  # the file now holds other code than that run recorded
+        # Any other file a run depends on too: a weights file edited during a run.
+        weights = tmp_path / "w.json"
+        weights.write_text(json.dumps({"weights": [-3.0, -16.0, -2.0, -15.0, -1.0, 1.0, 4.0]}))
+        weighted = task("heuristic", policy_args=(("weights", str(weights)),))
+        assert games(worker.apply(play_chunk, (weighted,))) == games(play_chunk(weighted))
+        weights.write_text(json.dumps({"weights": [-1.0] * 7}))
+        with pytest.raises(RunError, match=f"{weights} has changed since the run started"):
+            worker.apply(play_chunk, (weighted,))

@@ -19,9 +19,9 @@ from sim.stats import wilson
 from sim.engine.results import end_enum, games_table
 from sim.engine.rules import Rules
 from sim.jobs import runner
-from sim.jobs.runner import Job, UsageError
+from sim.jobs.runner import Job, RunError, UsageError
 from sim.players.api import play_decks, play_range, policy_items, resolve, to_compile, warm_up
-from sim.players.plugins import pinned
+from sim.players.plugins import keep_recorded, pinned, plugin_source
 
 log = logging.getLogger("sim.runner")
 
@@ -143,9 +143,29 @@ def default_out(config: RunConfig) -> Path:
 # --- the work of one chunk (runs in a worker) --------------------------------
 
 
+def _check_recorded(policy: str, files: dict[str, str]) -> None:
+    """Play a chunk only with the files the run recorded (RunError otherwise): a plugin's code as its recorded
+    source (`keep_recorded`: a worker that loaded it keeps it, even if the file is edited during the run),
+    and every other file (a weights file) as it is on disk now. A Dask worker lives on from run to run, so
+    without this it could play code an earlier run loaded, or a file edited halfway through."""
+    source = plugin_source(policy)
+    for path, digest in files.items():
+        if source is not None and path == str(source):
+            ok = keep_recorded(policy, digest)
+        else:
+            try:
+                ok = runner.file_sha256(Path(path)) == digest
+            except OSError:
+                ok = False
+        if not ok:
+            raise RunError(f"{path} has changed since the run started (or is gone): its games would mix two "
+                           f"versions; put the file back as it was to finish the run")
+
+
 def play_chunk(task: dict) -> dict:
     """Play one chunk; returns plain numpy columns (the main process writes the part)."""
     t0 = time.perf_counter()
+    _check_recorded(task["policy"], task.get("files") or {})
     rules = Rules(**task["rules"])
     args = dict(task["policy_args"])
     if task["decks"] is None:
@@ -197,7 +217,7 @@ def _to_compile(config: RunConfig, from_file: bool) -> str | None:
 
 def _payload(config: RunConfig) -> dict:
     return {"seed": config.seed, "policy": config.policy, "policy_args": config.policy_args,
-            "rules": config.rules.as_dict(), "record_deals": config.record_deals}
+            "rules": config.rules.as_dict(), "record_deals": config.record_deals, "files": dict(config.files)}
 
 
 def _settings(config: RunConfig) -> dict:

@@ -711,6 +711,8 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
     except TaskFailed as e:  # raised in a local worker: still the policy's fault, as for a game played here
         if e.error_type == "PolicyError":
             raise ended(PolicyError, e.error_message) from e
+        if e.error_type == "RunError":  # said by the worker for the user (a file changed during the run)
+            raise ended(RunError, e.error_message, kept) from e
         raise ended(RunError, str(e), kept) from e
     except RunError as e:
         raise ended(RunError, str(e), f". The run is resumable: {resume_hint}") from None

@@ -72,6 +72,36 @@ class PolicySpec:
         return _load_target(self.target)
 
 
+SHA = "__foursquare_sha256__"
+"""A plugin module's attribute: the SHA-256 of the source it was loaded from."""
+
+
+def _module_name(path: Path) -> str:
+    # The same name in every process (not hash(), which differs from one process to the next):
+    # numba's cache of a jitted function records its module's name and imports it when loading.
+    return f"foursquare_plugin_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:16]}"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _exec_file(target: str, path: Path, digest: str):
+    """Load the module of file.py:attr from `path` (whose SHA-256 is `digest`), in place of any loaded before."""
+    name = _module_name(path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    setattr(module, SHA, digest)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        del sys.modules[name]
+        raise ValueError(f"policy {target!r}: importing {target.rpartition(':')[0]} failed: "
+                         f"{type(e).__name__}: {e}") from None
+    return module
+
+
 def _load_target(target: str):
     where, sep, attr = target.rpartition(":")
     if not sep or not where or not attr:
@@ -80,35 +110,61 @@ def _load_target(target: str):
         path = Path(where).resolve()
         if not path.is_file():
             raise ValueError(f"policy {target!r}: no file {where}")
-        # The same name in every process (not hash(), which differs from one process to the next):
-        # numba's cache of a jitted function records its module's name and imports it when loading.
-        name = f"foursquare_plugin_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:16]}"
         # Loaded again when the file changed since (a notebook editing its plugin between runs): a run
         # records the file's digest, so it must play the code that digest names. Only the main process
-        # does: a worker keeps the module it was forked with, the one the run started with, even if the
-        # file is edited while the run goes on.
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        module = sys.modules.get(name)
-        stale = module is not None and getattr(module, "__foursquare_sha256__", None) != digest
+        # does: a worker keeps the module it has, which `keep_recorded` makes the one the run recorded,
+        # even if the file is edited while the run goes on.
+        digest = _digest(path)
+        module = sys.modules.get(_module_name(path))
+        stale = module is not None and getattr(module, SHA, None) != digest
         if module is None or (stale and multiprocessing.parent_process() is None):
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            module.__foursquare_sha256__ = digest
-            sys.modules[name] = module
-            try:
-                spec.loader.exec_module(module)
-            except Exception as e:
-                del sys.modules[name]
-                raise ValueError(f"policy {target!r}: importing {where} failed: {type(e).__name__}: {e}") from None
+            module = _exec_file(target, path, digest)
     else:
         try:
             module = importlib.import_module(where)
         except ImportError as e:
             raise ValueError(f"policy {target!r}: cannot import {where}: {e}") from None
+        source = _source_file(target)
+        if not hasattr(module, SHA) and source is not None:  # first imported here: the source it came from
+            setattr(module, SHA, _digest(source))
     try:
         return getattr(module, attr)
     except AttributeError:
         raise ValueError(f"policy {target!r}: {where} has no attribute {attr!r}") from None
+
+
+def plugin_source(policy: str) -> Path | None:
+    """The source file of the plugin `policy` names (file.py:attr, module:attr or an entry point), without
+    loading it; None for a built-in or a name that is no plugin."""
+    target = policy if ":" in policy else entry_point_policies().get(policy)
+    return None if target is None else _source_file(target)
+
+
+def keep_recorded(policy: str, digest: str) -> bool:
+    """Whether this process plays the plugin code whose source a run recorded with SHA-256 `digest`: its
+    module is that code already (kept, whatever the file holds now), or is loaded from the file again when
+    the file holds it. False when neither: the file changed, and this process never loaded the recorded
+    code (a worker of a Dask cluster that played another version before, or joined the run late)."""
+    target = policy if ":" in policy else entry_point_policies().get(policy)
+    source = None if target is None else _source_file(target)
+    if source is None:
+        return False
+    where = target.rpartition(":")[0]
+    module = sys.modules.get(_module_name(source) if where.endswith(".py") else where)
+    if module is not None and getattr(module, SHA, None) == digest:
+        return True
+    try:
+        now = _digest(source)
+    except OSError:
+        return False
+    if now != digest:
+        return False
+    if where.endswith(".py"):
+        _exec_file(target, source, now)
+    else:
+        module = importlib.reload(module) if module is not None else importlib.import_module(where)
+        setattr(module, SHA, now)
+    return True
 
 
 def _source_file(target: str) -> Path | None:
