@@ -15,7 +15,7 @@ from sim.jobs.executors import ExecutorError, make_executor  # noqa: E402
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   silence_logs=40) as c:
         yield c
 
@@ -132,3 +132,48 @@ def test_missing_dask_extra_says_what_to_install(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_distributed)
     with pytest.raises(ExecutorError, match=r"pip install 'foursquare-sim\[dask\]'"):
         make_executor("dask", scheduler="tcp://127.0.0.1:1")
+
+
+def _listener(reply: bytes | None):
+    """A local service on a free port that takes connections and sends `reply` (None: says nothing)."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    held = []
+
+    def serve():
+        while True:
+            conn, _ = server.accept()
+            held.append(conn)
+            if reply is not None:
+                conn.recv(100)
+                conn.sendall(reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"tcp://127.0.0.1:{server.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("reply,says", [(None, "no answer in 1 s"),
+                                        (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+                                         "what answers does not speak Dask's protocol"),
+                                        (b"\xff" * 64, "what answers does not speak Dask's protocol")])
+def test_an_address_where_no_scheduler_answers_is_refused_in_time(cluster, reply, says):
+    # A port that takes the connection but is no Dask scheduler (a dashboard, a silent or foreign service) used to
+    # hang the run for ever or fail after making it; now the address is asked who it is, with a time limit.
+    from sim.jobs.executors import check_reachable
+
+    address = _listener(reply)
+    t0 = time.perf_counter()
+    with pytest.raises(ExecutorError, match=f"^no Dask scheduler answers at {address}: {says}"):
+        check_reachable(address, timeout=1.0)
+    assert time.perf_counter() - t0 < 30  # not Dask's wait without end
+    check_reachable(cluster.scheduler_address, timeout=10.0)  # a scheduler answers
+
+
+def test_a_run_at_an_address_where_no_scheduler_answers_makes_nothing(tmp_path):
+    address = _listener(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+    with pytest.raises(runner.RunError, match="does not speak Dask's protocol"):
+        sim.run(sim.RunConfig(n=10), out=tmp_path / "x", executor="dask", scheduler=address)
+    assert not (tmp_path / "x").exists()

@@ -78,22 +78,59 @@ def _split(address: str, given_as: str = "--scheduler") -> tuple[str, str, int]:
 
 
 def check_reachable(address: str, timeout: float = 10.0) -> None:
-    """ExecutorError unless a tcp scheduler address takes a connection (other schemes are left to Dask).
+    """ExecutorError unless a Dask scheduler answers at `address` within `timeout` seconds.
 
     Called before a run makes anything, so that a wrong address leaves no
-    run behind; a refused connection fails at once instead of after Dask's
-    retries.
+    run behind: a refused tcp connection fails at once instead of after
+    Dask's retries, and anything else (a web page's port, a silent or
+    foreign service, TLS without its settings) fails within the timeout,
+    where Dask's client could wait for ever or misread the reply.
     """
     import socket
+    import threading
 
     scheme, host, port = _split(address)
-    if scheme != "tcp":
-        return
+    if scheme == "tcp":
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                pass
+        except OSError as e:
+            raise ExecutorError(f"cannot reach the Dask scheduler at {address}: {e.strerror or e}") from None
+    answer = []  # the scheduler's identity, or the error; asked in a thread of its own (a notebook's loop runs)
+    asking = threading.Thread(target=lambda: answer.append(_identity(address, timeout)), daemon=True)
+    asking.start()
+    asking.join(timeout + 1)
+    reply = answer[0] if answer else TimeoutError()
+    if isinstance(reply, TimeoutError):  # asyncio's too, from Python 3.11 on
+        raise ExecutorError(f"no Dask scheduler answers at {address}: no answer in {timeout:g} s")
+    if isinstance(reply, OSError):
+        raise ExecutorError(f"no Dask scheduler answers at {address}: {reply.strerror or reply}")
+    if isinstance(reply, BaseException):  # a web server, another service: its bytes are not Dask's messages
+        what = str(reply).splitlines()[0] if str(reply).strip() else type(reply).__name__
+        raise ExecutorError(f"no Dask scheduler answers at {address}: what answers does not speak Dask's "
+                            f"protocol ({what})")
+    if not (isinstance(reply, dict) and reply.get("type") == "Scheduler"):
+        raise ExecutorError(f"no Dask scheduler answers at {address}: what answers is not one")
+
+
+def _identity(address: str, timeout: float):
+    """The scheduler's reply to Dask's "identity" request, or the exception that asking it raised."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def ask():
+        comm = await connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
     try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
-    except OSError as e:
-        raise ExecutorError(f"cannot reach the Dask scheduler at {address}: {e.strerror or e}") from None
+        return asyncio.run(asyncio.wait_for(ask(), timeout))
+    except BaseException as e:  # a foreign service's bytes can be read as anything (MemoryError)
+        return e
 
 
 def make_executor(kind: str = "local", workers: int | None = None, scheduler: str | None = None) -> Executor:
@@ -125,8 +162,8 @@ def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | Non
 
     try:
         client = Client(scheduler, set_as_default=False, timeout="10s")
-    except (OSError, TimeoutError) as e:
-        raise ExecutorError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
+    except Exception as e:
+        raise ExecutorError(f"cannot reach the Dask scheduler at {scheduler}: {str(e).splitlines()[0]}") from None
     try:
         workers = list(client.scheduler_info(n_workers=-1)["workers"])
         if warm is not None:
