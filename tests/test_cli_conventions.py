@@ -509,3 +509,23 @@ def test_sigterm_stops_tune_as_ctrl_c_does(tmp_path):
 def test_train_names_its_options_as_typed_and_compiles_nothing_first(option, value, says):
     r = invoke("train", "-n", "5", option, value)
     assert one_line_error(r) == f"Error: {option} {says}" and "compiling" not in r.output
+
+
+def test_quiet_silences_a_plugins_own_warnings_which_show_otherwise(tmp_path):
+    # A plugin's logger and Python's warnings are not the "sim" loggers: they show at warnings by default, in
+    # the main process, and --quiet leaves them out (it used to print both).
+    plugin = tmp_path / "chatty.py"
+    plugin.write_text("import logging, warnings\n"
+                      "def choose(position, card):\n"
+                      "    if position.turn == 0 and position.game % 5 == 0:\n"
+                      "        logging.getLogger('chatty').warning('game %d begins', position.game)\n"
+                      "        warnings.warn('careful')\n"
+                      "    return position.legal_cells()[0]\n")
+    args = [sys.executable, "-m", "sim", "run", "-p", f"{plugin}:choose", "-n", "20", "--chunk-size", "5", "-w", "2"]
+    loud = subprocess.run([*args, "--out", str(tmp_path / "a")], capture_output=True, text=True, timeout=120)
+    assert loud.returncode == 0, loud.stderr
+    begun = re.findall(r"^WARNING \S+: game (\d+) begins$", loud.stderr, re.M)
+    assert sorted(int(g) for g in begun) == [0, 5, 10, 15], loud.stderr
+    assert "UserWarning: careful" in loud.stderr
+    quiet = subprocess.run([*args, "-q", "--out", str(tmp_path / "b")], capture_output=True, text=True, timeout=120)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr

@@ -158,6 +158,8 @@ def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | Non
     that workers sharing a disk load numba's cache instead of racing to
     write it.
     """
+    from concurrent.futures import CancelledError
+
     from distributed import Client, as_completed
 
     try:
@@ -183,7 +185,9 @@ def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | Non
                 key, payload = item
                 # pure=False: a chunk is deterministic, but resubmitting the
                 # same key after an interruption must not reuse a stale result.
-                future = client.submit(fn, payload, pure=False, retries=2)
+                # No retries: an error in a chunk is the same every time (a
+                # policy's); a lost worker's chunks are moved by Dask anyway.
+                future = client.submit(fn, payload, pure=False)
                 keys[future.key] = key
                 pending.add(future)
             if not keys and not todo.ended:
@@ -193,7 +197,10 @@ def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | Non
         while keys:
             future = next(pending)
             key = keys.pop(future.key)
-            result = future.result()
+            try:
+                result = future.result()
+            except CancelledError:  # every task is cancelled when the client loses the scheduler
+                raise ConnectionError(f"lost the connection to the Dask scheduler at {scheduler}") from None
             future.release()
             yield key, result
             top_up()

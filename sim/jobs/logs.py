@@ -29,6 +29,15 @@ class _Stderr(logging.StreamHandler):
     def stream(self, value):
         pass
 
+    def emit(self, record):
+        """Through tqdm, which takes a progress bar off the line, writes, and draws the bar again below."""
+        from tqdm import tqdm
+
+        try:
+            tqdm.write(self.format(record), file=sys.stderr)
+        except Exception:
+            self.handleError(record)
+
 
 class _Shipped(multiprocessing_logging.MultiProcessingHandler):
     """Ships the forked workers' records to this process; writes this process's own at once.
@@ -52,7 +61,9 @@ class _Shipped(multiprocessing_logging.MultiProcessingHandler):
 def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
     """Warnings by default; debug, per-chunk lines included, with -v (-vv adds nothing); errors only with --quiet.
 
-    The level applies to the "sim" loggers; other libraries stay at warnings.
+    The level applies to the "sim" loggers; other loggers (a plugin's own, Python's warnings, captured)
+    stay at warnings, and errors only with --quiet. Dask's client logs its
+    own view of a failure the run reports in one line: shown only with -v.
 
     multiprocessing-logging wraps the handler so that records logged in forked
     worker processes are shipped to this process and written here. The pool
@@ -73,5 +84,11 @@ def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
         handler = _Stderr()
         handler.setFormatter(logging.Formatter("%(levelname)s %(processName)s: %(message)s"))
         root.addHandler(_Shipped(handler))
-    root.setLevel(logging.WARNING)
+    root.setLevel(logging.ERROR if quiet else logging.WARNING)
     logging.getLogger(LOGGER).setLevel(level)
+    handler = (shipped or root.handlers[0]).sub_handler
+    for f in list(handler.filters):
+        handler.removeFilter(f)
+    if not verbose:  # Dask sets its loggers' levels itself when imported: filtered here instead
+        handler.addFilter(lambda record: not record.name.startswith("distributed"))
+    logging.captureWarnings(True)

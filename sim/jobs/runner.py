@@ -655,13 +655,17 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
     # The run --force replaces: "aside" in ASIDE until the new run's first part, then "gone"; "back" when a
     # failure before that part put it back (the new run's manifest is gone with it).
     replaced = ["aside" if replacing else None]
-    kept = f". Finished parts are kept; finish with: {resume_hint}"
+
+    def kept() -> str:
+        return (f". {len(p.parts):,} of {chunk_count(config.n, p.chunk_size):,} parts are done and kept; finish with: "
+                f"{resume_hint}")
 
     def ended(kind, what: str, then: str = ""):
-        """The exception that ends the run: `what` and `then` (how to go on), or, before the new run's first
-        part, `what` once the old run is back in place, saying so."""
+        """The exception that ends the run: `what` (on one line) and `then` (how to go on), or, before the new
+        run's first part, `what` once the old run is back in place, saying so."""
+        what = " ".join(what.split()) or kind.__name__  # a cluster's errors can run over several lines
         if replaced[0] != "aside":
-            return kind(what + then)
+            return kind((what[:-1] if then.startswith(".") and what.endswith(".") else what) + then)
         replaced[0] = "back"
         try:
             _put_back(run_dir, new_parts=True)
@@ -712,12 +716,12 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
         if e.error_type == "PolicyError":
             raise ended(PolicyError, e.error_message) from e
         if e.error_type == "RunError":  # said by the worker for the user (a file changed during the run)
-            raise ended(RunError, e.error_message, kept) from e
-        raise ended(RunError, str(e), kept) from e
+            raise ended(RunError, e.error_message, kept()) from e
+        raise ended(RunError, str(e), kept()) from e
     except RunError as e:
         raise ended(RunError, str(e), f". The run is resumable: {resume_hint}") from None
     except Exception as e:  # a worker died, the cluster failed
-        raise ended(RunError, str(e), kept) from e
+        raise ended(RunError, str(e), kept()) from e
     finally:
         bar.close()
         if status != "complete" and replaced[0] != "back":
