@@ -529,3 +529,17 @@ def test_quiet_silences_a_plugins_own_warnings_which_show_otherwise(tmp_path):
     assert "UserWarning: careful" in loud.stderr
     quiet = subprocess.run([*args, "-q", "--out", str(tmp_path / "b")], capture_output=True, text=True, timeout=120)
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+
+
+def test_v_shows_where_a_policy_raised_in_a_worker(tmp_path):
+    plugin = tmp_path / "boom.py"
+    plugin.write_text("def choose(position, card):\n"
+                      "    if position.game == 7:\n"
+                      "        raise RuntimeError('boom')\n"
+                      "    return position.legal_cells()[0]\n")
+    args = [sys.executable, "-m", "sim", "run", "-p", f"{plugin}:choose", "-n", "20", "--chunk-size", "5", "-w", "2"]
+    r = subprocess.run([*args, "-v", "--out", str(tmp_path / "v")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and r.stderr.strip().splitlines()[-1].startswith("Error: policy"), r.stderr
+    assert f'File "{plugin}", line 3, in choose' in r.stderr, r.stderr  # the worker's traceback
+    r = subprocess.run([*args, "--out", str(tmp_path / "q")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr

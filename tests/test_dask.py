@@ -177,3 +177,27 @@ def test_a_run_at_an_address_where_no_scheduler_answers_makes_nothing(tmp_path):
     with pytest.raises(runner.RunError, match="does not speak Dask's protocol"):
         sim.run(sim.RunConfig(n=10), out=tmp_path / "x", executor="dask", scheduler=address)
     assert not (tmp_path / "x").exists()
+
+
+def test_worker_log_lines_reach_this_process_as_in_a_local_run(cluster, tmp_path):
+    # A plugin's warnings, and with -v each chunk's line, are written here (they stayed in the workers' own logs).
+    import re
+    import subprocess
+    import sys
+
+    plugin = tmp_path / "logpol.py"
+    plugin.write_text("import logging\n"
+                      "def choose(position, card):\n"
+                      "    if position.turn == 0 and position.game % 10 == 0:\n"
+                      "        logging.getLogger('logpol').warning('game %d begins', position.game)\n"
+                      "    return position.legal_cells()[0]\n")
+    args = [sys.executable, "-m", "sim", "run", "-p", f"{plugin}:choose", "-n", "40", "--chunk-size", "10",
+            "--executor", "dask", "--scheduler", cluster.scheduler_address]
+    r = subprocess.run([*args, "-v", "--out", str(tmp_path / "v")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    begun = re.findall(r"^WARNING [^:]+: game (\d+) begins$", r.stderr, re.M)
+    chunks = re.findall(r"^DEBUG [^:]+: chunk (\d): 10 games in", r.stderr, re.M)
+    assert begun and len(set(begun)) == len(begun) and set(begun) <= {"0", "10", "20", "30"}, r.stderr
+    assert chunks and set(chunks) <= {"0", "1", "2", "3"}, r.stderr
+    q = subprocess.run([*args, "-q", "--out", str(tmp_path / "q")], capture_output=True, text=True, timeout=300)
+    assert q.returncode == 0 and q.stderr == "", q.stderr

@@ -151,6 +151,18 @@ def make_executor(kind: str = "local", workers: int | None = None, scheduler: st
     return Executor("dask", workers, check_scheduler(scheduler, given_as))
 
 
+def _set_sim_level(level: int) -> None:
+    logging.getLogger("sim").setLevel(level)
+
+
+def _forward_logs(client) -> None:
+    """Have the workers' log records written here, as a local run's are: "sim" at this process's level (-v:
+    each chunk's line), other loggers (a plugin's own) at warnings (errors only with --quiet)."""
+    level = logging.getLogger("sim").getEffectiveLevel()
+    client.run(_set_sim_level, level)
+    client.forward_logging(level=min(level, logging.getLogger().getEffectiveLevel()))
+
+
 def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | None = None) -> Iterator:
     """Submit chunks to a Dask cluster, a bounded number at a time; yield (key, result) as they finish.
 
@@ -168,6 +180,9 @@ def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | Non
         raise ExecutorError(f"cannot reach the Dask scheduler at {scheduler}: {str(e).splitlines()[0]}") from None
     try:
         workers = list(client.scheduler_info(n_workers=-1)["workers"])
+        if not workers:
+            log.warning("no Dask worker is connected to %s yet; the run waits for one", scheduler)
+        _forward_logs(client)
         if warm is not None:
             for address in workers:
                 client.run(warm, workers=[address])

@@ -713,6 +713,7 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
     except PolicyError as e:  # the policy's fault (raised on a Dask worker): resuming would fail the same way
         raise ended(PolicyError, str(e)) from e
     except TaskFailed as e:  # raised in a local worker: still the policy's fault, as for a game played here
+        log.debug("the worker's traceback:\n%s", e.worker_traceback.rstrip())  # -v: where in the policy
         if e.error_type == "PolicyError":
             raise ended(PolicyError, e.error_message) from e
         if e.error_type == "RunError":  # said by the worker for the user (a file changed during the run)
