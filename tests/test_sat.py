@@ -161,3 +161,13 @@ def test_full_deals_get_the_same_best_score_with_and_without_sat(monkeypatch):
         assert replay(deck, with_sat.moves) == (True, 23)
         changed += with_sat.nodes != alone.nodes  # the answers changed the search's course
     assert changed >= 3
+
+
+def test_a_line_is_a_win_only_when_every_placement_is_legal_and_the_game_never_lost():
+    # won_after checks what a SAT model's line claims: a winning line of the default rules loses at once
+    # under max_face_down=0, and a cell off the legal ones is no win either.
+    deck = sim.deal(0, 0)
+    line = sim.solve(deck, first_win=True, sat_conflicts=0).moves
+    assert sat.won_after(np.array(deck), sim.Rules(), line) == len(line)
+    assert sat.won_after(np.array(deck), sim.Rules(max_face_down=0), line) == 0
+    assert sat.won_after(np.array(deck), sim.Rules(), (0,) + tuple(line[1:])) == 0  # cell 0 is not legal first

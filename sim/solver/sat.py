@@ -229,18 +229,24 @@ def win_with(deck, rules, cards: int, conflicts: int | None = None, deadline: fl
 
 
 def won_after(deck, rules, cells) -> int:
-    """The cards after which the engine says the line `cells` has won (0: it does not win)."""
+    """The cards after which the engine says the line `cells` has won (0: it does not win), each placement
+    checked as a game checks it: on a legal cell, and the game not lost at the end of any turn (a formula
+    that left a rule out would show here, not as a win)."""
     import numpy as np
 
     r = rules.as_array()
     state = np.empty(K.STATE_SIZE, np.int64)
     K.reset(state)
-    target = rules.grid * rules.grid
     for t, cell in enumerate(cells):
         K.draw(state, int(deck[t]))
+        if not (K.legal_cells(state, r) >> int(cell)) & 1:
+            return 0
         K.place(state, r, int(cell), int(deck[t]))
-        if state[K.PILES] == target and state[K.FACE_DOWN_COUNT] == 0:
+        end = K.end_of_turn(state, r)
+        if end == K.END_WIN:
             return t + 1
+        if end != K.GOES_ON:
+            return 0
     return 0
 
 
