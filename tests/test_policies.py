@@ -367,6 +367,9 @@ def test_a_long_lived_worker_plays_the_code_each_run_recorded_or_refuses(tmp_pat
         weights.write_text(json.dumps({"weights": [-3.0, -16.0, -2.0, -15.0, -1.0, 1.0, 4.0]}))
         weighted = task("heuristic", policy_args=(("weights", str(weights)),))
         assert games(worker.apply(play_chunk, (weighted,))) == games(play_chunk(weighted))
+        # The package's own data is the worker's installation's (another machine may keep it elsewhere).
+        elsewhere = {**weighted, "files": {**weighted["files"], "/elsewhere/policies/data/planner.json": "0" * 64}}
+        assert games(worker.apply(play_chunk, (elsewhere,))) == games(play_chunk(weighted))
         weights.write_text(json.dumps({"weights": [-1.0] * 7}))
         with pytest.raises(RunError, match=f"{weights} has changed since the run started"):
             worker.apply(play_chunk, (weighted,))

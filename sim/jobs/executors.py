@@ -8,6 +8,7 @@ loses; since a chunk is a pure function of its payload, the rows do not
 change.
 """
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -220,4 +221,6 @@ def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | Non
             yield key, result
             top_up()
     finally:
+        with contextlib.suppress(Exception):  # the workers stop sending this run's log records
+            client.unforward_logging()
         client.close()

@@ -86,9 +86,9 @@ def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
         root.addHandler(_Shipped(handler))
     root.setLevel(logging.ERROR if quiet else logging.WARNING)
     logging.getLogger(LOGGER).setLevel(level)
-    handler = (shipped or root.handlers[0]).sub_handler
-    for f in list(handler.filters):
-        handler.removeFilter(f)
+    writer = next(h for h in root.handlers if isinstance(h, _Shipped)).sub_handler
+    for f in list(writer.filters):
+        writer.removeFilter(f)
     if not verbose:  # Dask sets its loggers' levels itself when imported: filtered here instead
-        handler.addFilter(lambda record: not record.name.startswith("distributed"))
+        writer.addFilter(lambda record: not record.name.startswith("distributed"))
     logging.captureWarnings(True)

@@ -143,20 +143,25 @@ def default_out(config: RunConfig) -> Path:
 # --- the work of one chunk (runs in a worker) --------------------------------
 
 
-def _check_recorded(policy: str, files: dict[str, str]) -> None:
+def _check_recorded(policy: str, policy_args, files: dict[str, str]) -> None:
     """Play a chunk only with the files the run recorded (RunError otherwise): a plugin's code as its recorded
     source (`keep_recorded`: a worker that loaded it keeps it, even if the file is edited during the run),
-    and every other file (a weights file) as it is on disk now. A Dask worker lives on from run to run, so
-    without this it could play code an earlier run loaded, or a file edited halfway through."""
+    and a file a policy argument names (a weights file) as it is on disk now. A Dask worker lives on from run
+    to run, so without this it could play code an earlier run loaded, or a file edited halfway through. The
+    package's own data (planner's shipped values) is the worker's installation's, which on another machine
+    may live at another path: a resume checks it, in the main process."""
     source = plugin_source(policy)
+    named = {value for _, value in policy_args}
     for path, digest in files.items():
         if source is not None and path == str(source):
             ok = keep_recorded(policy, digest)
-        else:
+        elif path in named:
             try:
                 ok = runner.file_sha256(Path(path)) == digest
             except OSError:
                 ok = False
+        else:
+            continue
         if not ok:
             raise RunError(f"{path} has changed since the run started (or is gone): its games would mix two "
                            f"versions; put the file back as it was to finish the run")
@@ -165,7 +170,7 @@ def _check_recorded(policy: str, files: dict[str, str]) -> None:
 def play_chunk(task: dict) -> dict:
     """Play one chunk; returns plain numpy columns (the main process writes the part)."""
     t0 = time.perf_counter()
-    _check_recorded(task["policy"], task.get("files") or {})
+    _check_recorded(task["policy"], task["policy_args"], task.get("files") or {})
     rules = Rules(**task["rules"])
     args = dict(task["policy_args"])
     if task["decks"] is None:
