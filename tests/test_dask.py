@@ -186,10 +186,11 @@ def test_worker_log_lines_reach_this_process_as_in_a_local_run(cluster, tmp_path
     import sys
 
     plugin = tmp_path / "logpol.py"
-    plugin.write_text("import logging\n"
+    plugin.write_text("import logging, warnings\n"
                       "def choose(position, card):\n"
                       "    if position.turn == 0 and position.game % 10 == 0:\n"
                       "        logging.getLogger('logpol').warning('game %d begins', position.game)\n"
+                      "        warnings.warn(f'careful in game {position.game}')\n"
                       "    return position.legal_cells()[0]\n")
     args = [sys.executable, "-m", "sim", "run", "-p", f"{plugin}:choose", "-n", "40", "--chunk-size", "10",
             "--executor", "dask", "--scheduler", cluster.scheduler_address]
@@ -199,5 +200,6 @@ def test_worker_log_lines_reach_this_process_as_in_a_local_run(cluster, tmp_path
     chunks = re.findall(r"^DEBUG [^:]+: chunk (\d): 10 games in", r.stderr, re.M)
     assert begun and len(set(begun)) == len(begun) and set(begun) <= {"0", "10", "20", "30"}, r.stderr
     assert chunks and set(chunks) <= {"0", "1", "2", "3"}, r.stderr
+    assert re.search(r"^WARNING [^:]+: \S+logpol.py:5: UserWarning: careful in game \d+$", r.stderr, re.M), r.stderr
     q = subprocess.run([*args, "-q", "--out", str(tmp_path / "q")], capture_output=True, text=True, timeout=300)
     assert q.returncode == 0 and q.stderr == "", q.stderr

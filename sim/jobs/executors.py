@@ -152,15 +152,25 @@ def make_executor(kind: str = "local", workers: int | None = None, scheduler: st
     return Executor("dask", workers, check_scheduler(scheduler, given_as))
 
 
-def _set_sim_level(level: int) -> None:
-    logging.getLogger("sim").setLevel(level)
+def _worker_logging(level: int):
+    """A Dask worker plugin that sets a worker's logging as `setup_logging` sets this process's: "sim" at
+    `level`, Python's warnings as log records. Registered with the cluster, it reaches workers that join
+    later too."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class Logging(WorkerPlugin):
+        def setup(self, worker):
+            logging.getLogger("sim").setLevel(level)
+            logging.captureWarnings(True)
+
+    return Logging()
 
 
 def _forward_logs(client) -> None:
     """Have the workers' log records written here, as a local run's are: "sim" at this process's level (-v:
-    each chunk's line), other loggers (a plugin's own) at warnings (errors only with --quiet)."""
+    each chunk's line), other loggers (a plugin's own, its warnings) at warnings (errors only with --quiet)."""
     level = logging.getLogger("sim").getEffectiveLevel()
-    client.run(_set_sim_level, level)
+    client.register_plugin(_worker_logging(level), name="foursquare-sim-logging")
     client.forward_logging(level=min(level, logging.getLogger().getEffectiveLevel()))
 
 
