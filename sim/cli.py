@@ -228,7 +228,7 @@ RuleOpt = Annotated[Optional[list[str]], typer.Option(
 SeedOpt = Annotated[Optional[int], typer.Option("--seed", min=0, metavar="SEED", help="Seed of the deals and the policy's stream (default 0).", show_default=False)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Only errors and the result: no progress bar, notices or log lines.")]
 VerboseOpt = Annotated[int, typer.Option("--verbose", "-v", count=True, show_default=False,
-                                         help="More log lines (-v: one per chunk; tracebacks of failures).")]
+                                         help="More log lines (-v: each chunk's, and Dask's own; tracebacks of failures).")]
 VerboseErrorsOpt = Annotated[int, typer.Option("--verbose", "-v", count=True, show_default=False,
                                                help="More log lines (-v: tracebacks of failures).")]
 SummaryFormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="text|json",
