@@ -122,7 +122,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
 FLAGS = {"n": "-n", "workers": "--workers", "chunk_size": "--chunk-size", "node_limit": "--node-limit",
          "time_limit": "--time-limit", "split_after": "--split-after", "sat_conflicts": "--sat-conflicts",
          "out": "--out", "seed": "--seed", "explore": "--explore", "loss": "--loss", "decay": "--decay",
-         "bootstrap": "--bootstrap", "ridge": "--ridge"}
+         "bootstrap": "--bootstrap", "ridge": "--ridge", "validation_seed": "--validation-seed"}
 """The option that sets each library setting a UsageError may name."""
 
 
@@ -284,13 +284,6 @@ def logging_options(verbose: int, quiet: bool) -> None:
     if quiet and verbose:
         fail("--quiet and -v contradict: give one of them")
     setup_logging(verbose, quiet)
-
-
-def check_seeds(**seeds) -> None:
-    """Seeds past 2**64-1 are refused before any work (typer checks only the lower end)."""
-    for name, value in seeds.items():
-        if value is not None and value >= 2**64:
-            fail(f"--{name.replace('_', '-')} must be an integer in 0..2**64-1, not {value}")
 
 
 def check_out_file(out: Path | None) -> None:
@@ -774,7 +767,6 @@ def tune(
     logging_options(verbose, quiet)
     check_policy(policy)
     count, workers = _count(n), check_workers(workers)
-    check_seeds(seed=seed, validation_seed=validation_seed)
     check_out_file(out)
     train = f"seed {seed}, {count:,} games"
     report = None if quiet else (lambda r, best, mean: typer.echo(
@@ -852,7 +844,6 @@ def train(
     logging_options(verbose, quiet)
     count = _count(n)
     held_out = _count(validation_n, "--validation-n")
-    check_seeds(seed=seed, validation_seed=validation_seed)
     check_out_file(out)
     if ridge <= 0:
         fail(f"--ridge must be > 0, got {ridge}")

@@ -33,8 +33,7 @@ from policies.planner import (
     weights_to_params,
 )
 from sim import kernels as K
-from sim.analysis.tune import play_sums
-from sim.engine.cards import check_seed
+from sim.analysis.tune import check_seeds, play_sums
 from sim.engine.rules import Rules
 from sim.errors import UsageError
 from sim.players.api import in_cache, to_compile as to_compile_policy, warm_up
@@ -232,9 +231,7 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
     a round can take minutes). `notify(message)` hears of a compile before
     it starts, once the settings are checked.
     """
-    seed = check_seed(seed)
-    if validation_seed is not None:
-        validation_seed = check_seed(validation_seed)
+    seed, validation_seed = check_seeds(seed, validation_seed)
     if n < 1 or rounds < 1 or validation_n < 1:
         raise ValueError("n, rounds and validation_n must be at least 1")
     if not 0.0 <= explore <= 1.0:

@@ -20,6 +20,7 @@ import numpy as np
 from policies.heuristic import DEFAULT_WEIGHTS, FEATURES
 from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
+from sim.errors import UsageError
 from sim.jobs.pool import run_tasks
 from sim.players.api import play_range, warm_up
 from sim.stats import wilson
@@ -63,6 +64,18 @@ class TuneResult:
         }
 
 
+def check_seeds(seed, validation_seed) -> tuple[int, int | None]:
+    """The training and validation seeds as ints (validation_seed may be None); UsageError naming the one that
+    is not an integer in 0..2**64-1."""
+    checked = []
+    for name, value in (("seed", seed), ("validation_seed", validation_seed)):
+        try:
+            checked.append(None if value is None and name == "validation_seed" else check_seed(value))
+        except ValueError as e:
+            raise UsageError(name + str(e).removeprefix("seed"), name) from None
+    return checked[0], checked[1]
+
+
 PLAY_STEP = 100_000
 """Games per `play_range` call when only sums are wanted."""
 
@@ -98,9 +111,7 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
     games (`on_baseline(win_rate)` hears it): the baseline the search has to beat.
     `on_games(n)` hears each candidate's n games played (for a progress bar).
     """
-    seed = check_seed(seed)
-    if validation_seed is not None:
-        validation_seed = check_seed(validation_seed)
+    seed, validation_seed = check_seeds(seed, validation_seed)
     if policy not in TUNABLE:
         raise ValueError(f"policy {policy!r} has no weights to tune; tunable: {', '.join(TUNABLE)} "
                          f"(lookahead and rollout use heuristic's weights)")

@@ -150,7 +150,9 @@ def _check_recorded(policy: str, policy_args, files: dict[str, str]) -> None:
     to run, so without this it could play code an earlier run loaded, or a file edited halfway through. The
     package's own data (planner's shipped values) is the worker's installation's, which on another machine
     may live at another path: a resume checks it, in the main process."""
-    source = plugin_source(policy)
+    if not files:
+        return
+    source = None if policy in BUILTIN else plugin_source(policy)  # a built-in's files are all arguments or data
     named = {value for _, value in policy_args}
     for path, digest in files.items():
         if source is not None and path == str(source):

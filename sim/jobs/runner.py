@@ -657,15 +657,15 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
     replaced = ["aside" if replacing else None]
 
     def kept() -> str:
-        return (f". {len(p.parts):,} of {chunk_count(config.n, p.chunk_size):,} parts are done and kept; finish with: "
+        return (f"{len(p.parts):,} of {chunk_count(config.n, p.chunk_size):,} parts are done and kept; finish with: "
                 f"{resume_hint}")
 
     def ended(kind, what: str, then: str = ""):
-        """The exception that ends the run: `what` (on one line) and `then` (how to go on), or, before the new
-        run's first part, `what` once the old run is back in place, saying so."""
+        """The exception that ends the run: `what` (on one line), then the sentence `then` (how to go on), or,
+        before the new run's first part, `what` once the old run is back in place, saying so."""
         what = " ".join(what.split()) or kind.__name__  # a cluster's errors can run over several lines
         if replaced[0] != "aside":
-            return kind((what[:-1] if then.startswith(".") and what.endswith(".") else what) + then)
+            return kind(_then(what, then) if then else what)
         replaced[0] = "back"
         try:
             _put_back(run_dir, new_parts=True)
@@ -709,7 +709,7 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
     except KeyboardInterrupt:
         done = (f"interrupted; {len(p.parts)} of {chunk_count(config.n, p.chunk_size)} parts are done"
                 if replaced[0] != "aside" else "interrupted before any part was written")
-        raise ended(Interrupted, done, f". Finish with: {resume_hint}") from None
+        raise ended(Interrupted, done, f"Finish with: {resume_hint}") from None
     except PolicyError as e:  # the policy's fault (raised on a Dask worker): resuming would fail the same way
         raise ended(PolicyError, str(e)) from e
     except TaskFailed as e:  # raised in a local worker: still the policy's fault, as for a game played here
@@ -720,7 +720,7 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
             raise ended(RunError, e.error_message, kept()) from e
         raise ended(RunError, str(e), kept()) from e
     except RunError as e:
-        raise ended(RunError, str(e), f". The run is resumable: {resume_hint}") from None
+        raise ended(RunError, str(e), f"The run is resumable: {resume_hint}") from None
     except Exception as e:  # a worker died, the cluster failed
         raise ended(RunError, str(e), kept()) from e
     finally:

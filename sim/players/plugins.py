@@ -124,9 +124,10 @@ def _load_target(target: str):
             module = importlib.import_module(where)
         except ImportError as e:
             raise ValueError(f"policy {target!r}: cannot import {where}: {e}") from None
-        source = _source_file(target)
-        if not hasattr(module, SHA) and source is not None:  # first imported here: the source it came from
-            setattr(module, SHA, _digest(source))
+        if not hasattr(module, SHA):  # first imported here: the digest of the source it came from
+            source = _source_file(target)
+            if source is not None:
+                setattr(module, SHA, _digest(source))
     try:
         return getattr(module, attr)
     except AttributeError:
