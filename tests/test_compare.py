@@ -216,3 +216,33 @@ def test_shares_and_p_values_never_read_as_a_bound_they_do_not_reach():
     from sim.stats import mcnemar_exact
 
     assert fmt_p(mcnemar_exact(42, 25)) == f"{binomtest(25, 67).pvalue:.4f}" == "0.0498"
+
+
+def test_a_difference_of_win_rates_is_in_percentage_points(tmp_path):
+    """pA - pB is a difference of two shares: text and page say pp, not %, and a tiny p-value reads "p < 1e-300"."""
+    from sim.analysis.compare import p_is
+    from sim.analysis.tables import pp_text
+
+    assert pp_text(-0.7444) == "-74.44 pp" and pp_text(1e-6) == "+0.00010 pp" and pp_text(0.0) == "+0.00 pp"
+    assert p_is(0.0498) == "= 0.0498" and p_is(0.0) == "< 1e-300"
+    from sim.analysis.html import comparison_html
+
+    a, b = (sim.run(sim.RunConfig(policy=p, n=300, seed=3), workers=1, out=tmp_path / p).path
+            for p in ("greedy", "heuristic"))
+    c = compare_runs([a, b])
+    (pair,) = c.pairs
+    row = c.text().split("Pairs")[1].splitlines()[3]  # title, header, rule, then the pair's row
+    assert f"{100 * pair.diff:+.2f} pp" in row and f"{100 * pair.diff_low:+.2f} pp .." in row
+    assert f"{100 * pair.diff:+.2f}%" not in c.text()
+    page = "\n".join(comparison_html(c))
+    assert f"{100 * pair.diff:+.2f} pp" in page and "McNemar's exact p " in page
+
+
+def test_runs_of_different_sizes_are_said_to_differ_in_their_number_of_games(tmp_path):
+    from sim.analysis import plots
+
+    a, b = (sim.run(sim.RunConfig(policy="greedy", n=n, seed=3), workers=1, out=tmp_path / f"g{n}").path
+            for n in (40, 3))
+    c = compare_runs([a, b])
+    assert c.header().endswith("the runs differ in: the number of games")
+    assert plots.comparison_caption(c) == "runs: g40; g3"  # a label that is its directory's name is said once

@@ -172,14 +172,15 @@ def test_frontier_labels_stay_inside_the_panel():
         assert frame.x0 <= box.x0 and box.x1 <= frame.x1, (note.get_text(), box, frame)
 
 
-def test_the_verdict_is_coloured_as_the_figure_colours_the_side_ahead(runs):
+def test_the_verdict_names_the_side_ahead_without_a_runs_colour(runs):
     from sim.analysis.html import FIGURE_CAPTIONS, STYLE, pair_html
 
     comparison = compare_runs([runs[0], runs[2]])  # greedy against heuristic: B (heuristic) is ahead
     assert comparison.pairs[0].diff_high < 0
     assert 'class="b-ahead">heuristic wins more deals' in pair_html(comparison.pairs[0], comparison.n)
-    assert "Green: A ahead, red: B ahead" in FIGURE_CAPTIONS["paired_difference"]
-    assert re.search(r"\.b-ahead \{ color: #b", STYLE) and re.search(r"\.a-ahead \{ color: #1", STYLE)
+    assert "Black: a difference shown" in FIGURE_CAPTIONS["paired_difference"]
+    # The page's verdict is bold and black whichever side is ahead: green and red are runs' colours elsewhere.
+    assert re.search(r"\.a-ahead, \.b-ahead \{ color: #111; font-weight: 600", STYLE)
     swapped = compare_runs([runs[2], runs[0]])
     assert 'class="a-ahead">heuristic wins more deals' in pair_html(swapped.pairs[0], swapped.n)
 
@@ -204,7 +205,7 @@ def test_no_side_is_named_ahead_when_the_interval_and_mcnemars_test_disagree():
     clear = pair(21, 6, 0)  # p = 0.03125
     assert clear.ahead == "a" and 'class="a-ahead">A wins more deals' in pair_html(clear, 21)
     assert pair(21, 0, 6).ahead == "b" and pair(21, 2, 1).unclear == "the interval contains 0"
-    for p, colour in ((unclear, "tab:gray"), (clear, "tab:green"), (pair(21, 0, 6), "tab:red")):
+    for p, colour in ((unclear, plots.NOT_SHOWN), (clear, plots.SHOWN), (pair(21, 0, 6), plots.SHOWN)):
         fig = plots.paired_difference_figure([p], 21)
         drawn = fig.axes[0].lines[0].get_color()
         assert drawn == colour, (p, drawn)
@@ -222,7 +223,7 @@ def test_compare_writes_its_figures_into_a_directory_and_a_page(runs, tmp_path):
     page = (tmp_path / "c.html").read_text()
     for cell in (f"{p.both:,} (both)", f"{p.a_only:,} (A only)", f"{p.b_only:,} (B only)", "McNemar"):
         assert cell in page
-    assert f"{100 * p.diff:+.2f}%" in page and f"{100 * p.diff_low:+.2f}%" in page and f"foursquare-sim {sim.__version__}" in page
+    assert f"{100 * p.diff:+.2f} pp" in page and f"{100 * p.diff_low:+.2f} pp" in page and f"foursquare-sim {sim.__version__}" in page
     assert page.count("data:image/png;base64,") == 4
     assert_self_contained(page)
     # the frontier figure puts each run at (score per deal, win rate)
@@ -320,3 +321,19 @@ def test_long_run_labels_are_wrapped_at_their_spaces_not_turned():
     one_word = plots.win_rate_figure(["greedy-seed0-n20000-max_face_down5"] * 4, [0.1] * 4, [0.09] * 4, [0.11] * 4,
                                      [4.0] * 4, "win rate")
     assert all(t.get_rotation() == 30 for t in one_word.axes[1].get_xticklabels())  # nowhere to wrap: turned
+
+
+def test_a_caption_is_wrapped_to_the_width_it_is_drawn_at():
+    """Each line of a figure's caption fits the figure as drawn (directory names are wider than a per-character
+    estimate allowed: a sweep's caption ran past the edge), and a name wider than the figure is cut, not lost."""
+    fig = plots._figure(9.6, 4)
+    names = [f"greedy-seed0-n5000-max_pile{p}-max_face_down{f}" for p in (3, 4) for f in (3, 4, 5)]
+    text = "runs: " + "; ".join(f"max_face_down={n[-1]} max_pile=3: {n}" for n in names) + " " + "x" * 300
+    plots._caption(fig, text)
+    renderer = fig.canvas.get_renderer()
+    title = fig._suptitle
+    lines = title.get_text().split("\n")
+    assert len(lines) > 3 and "".join(lines).replace(" ", "") == text.replace(" ", "")
+    for line in lines:
+        title.set_text(line)
+        assert title.get_window_extent(renderer).x1 <= fig.bbox.x1, line

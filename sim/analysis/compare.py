@@ -35,7 +35,7 @@ import polars as pl
 import policies
 from sim import kernels as K
 from sim.analysis.report import load_report
-from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, pct_text, rules_text
+from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, pp_text, rules_text
 from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
 from sim.errors import magnitude
@@ -289,7 +289,8 @@ class Comparison:
 
     def header(self) -> str:
         """The line above the tables: what the runs share and what they differ in."""
-        differ = ", ".join(self.differs) if self.differs else "nothing but the directory"
+        differs = list(self.differs) + ([] if self.same_size else ["the number of games"])
+        differ = ", ".join(differs) if differs else "nothing but the directory"
         if self.same_size:
             return (f"Paired comparison on the same {self.n:,} deals (seed {self.seed}, {self.deal_source}); "
                     f"the runs differ in: {differ}")
@@ -312,9 +313,10 @@ class Comparison:
         pairs = Table("Pairs", ("A", "B", "games", "wins A", "wins B", "both", "A only", "B only", "pA - pB",
                                 "95% CI (paired)", "McNemar p", "score A - B", "95% CI"), tuple(
             (p.a, p.b, fmt_int(p.games), fmt_int(p.wins_a), fmt_int(p.wins_b), fmt_int(p.both), fmt_int(p.a_only),
-             fmt_int(p.b_only), _signed_pct(p.diff, d), _signed_ci(p.diff_low, p.diff_high, d), fmt_p(p.p_value),
+             fmt_int(p.b_only), _signed_pp(p.diff, d), _signed_ci(p.diff_low, p.diff_high, d), fmt_p(p.p_value),
              _signed(p.score_diff), _signed_range(p.score_diff_low, p.score_diff_high)) for p in self.pairs),
-            align="ll", note=("pA - pB: win-rate difference with the Bonett-Price paired 95% interval. "
+            align="ll", note=("pA - pB: win-rate difference in percentage points (pp), with the Bonett-Price paired 95% "
+                              "interval. "
                               "McNemar p: exact two-sided test on the games only one of them won (A only vs B only). "
                               "score A - B: mean over the games both won (a lost game has no score), "
                               "with a 95% interval (Student's t)."))
@@ -373,6 +375,12 @@ def fmt_p(p: float) -> str:
     return "<1e-300" if p < 1e-300 else f"{p:.1e}"
 
 
+def p_is(p: float) -> str:
+    """"= 0.003" or "< 1e-300": a p-value after its name in a sentence."""
+    text = fmt_p(p)
+    return f"< {text[1:]}" if text.startswith("<") else f"= {text}"
+
+
 def _rate(x: float | None) -> str:
     if x is None:
         return "-"
@@ -387,12 +395,12 @@ def _signed_range(lo, hi, digits: int = 2) -> str:
     return "-" if lo is None else f"{lo:+.{digits}f} .. {hi:+.{digits}f}"
 
 
-def _signed_pct(x: float, digits: int) -> str:
-    return "-" if math.isnan(x) else pct_text(x, digits, signed=True)
+def _signed_pp(x: float, digits: int) -> str:
+    return "-" if math.isnan(x) else pp_text(x, digits)
 
 
 def _signed_ci(lo: float, hi: float, digits: int) -> str:
-    return "-" if math.isnan(lo) else f"{pct_text(lo, digits, signed=True)} .. {pct_text(hi, digits, signed=True)}"
+    return "-" if math.isnan(lo) else f"{pp_text(lo, digits)} .. {pp_text(hi, digits)}"
 
 
 def _scan(path: str, i: int) -> pl.LazyFrame:

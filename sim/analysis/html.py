@@ -12,7 +12,7 @@ from html import escape
 from pathlib import Path
 
 from sim.analysis.report import RunReport, header_lines, overview_table, tables
-from sim.analysis.tables import Table, fmt_int, pct_digits, pct_text
+from sim.analysis.tables import Table, fmt_int, pct_digits, pp_text
 from sim.version import __version__
 
 STYLE = """
@@ -39,8 +39,7 @@ ul.notes { color: #555; font-size: 0.8em; margin: -0.6em 0 1em; padding-left: 1.
         max-width: 100%; box-sizing: border-box; overflow-x: auto; }
 .pair table { margin: 0.3em 0 0.5em; }
 .pair p { margin: 0.15em 0; font-size: 0.9em; }
-.a-ahead { color: #176b2c; font-weight: 600; }
-.b-ahead { color: #b71c1c; font-weight: 600; }
+.a-ahead, .b-ahead { color: #111; font-weight: 600; }
 .nosig { color: #666; }
 figure { margin: 1em 0 1.5em; overflow-x: auto; }
 figcaption { color: #555; font-size: 0.85em; position: sticky; left: 0; max-width: calc(100vw - 2em); }
@@ -53,9 +52,10 @@ FIGURE_CAPTIONS = {
     "win_rate": "Win rate with its 95% Wilson interval (top) and mean score of the won games with its 95% "
                 "interval (bottom); both axes start at 0.",
     "paired_difference": "Paired differences, A - B, on the same deals: win rate (95% Bonett-Price interval, "
-                         "McNemar's exact p) and mean score over the games both won (95% interval). Green: "
-                         "A ahead, red: B ahead (the interval excludes 0 and, for the win rate, p < 0.05), "
-                         "grey: no difference shown.",
+                         "McNemar's exact p) and mean score over the games both won (95% interval). Black: "
+                         "a difference shown (the interval excludes 0 and, for the win rate, p < 0.05), on "
+                         "the side of the run ahead; grey: no difference shown. The runs' own colours are in "
+                         "the other figures.",
     "score_distribution": "Share of games per score (a won game's score is the cards left in the stock); "
                           "the lost games on the right.",
     "cards_played": "Cards placed before the game ended, as a share of the won and of the lost games.",
@@ -135,18 +135,19 @@ def notes_html(notes) -> str:
 # --- paired comparisons ---------------------------------------------------------------------------
 
 
-def _pct(x: float, digits: int, signed: bool = False) -> str:
-    return "-" if x != x else pct_text(x, digits, signed)
+def _pp(x: float, digits: int) -> str:
+    return "-" if x != x else pp_text(x, digits)
 
 
 def pair_html(p, n: int) -> str:
     """One pair A, B: the paired 2x2 table of wins (both, A only, B only, neither), the difference
     pA - pB with its 95% interval, McNemar's p and the mean score difference over the games both won."""
-    from sim.analysis.compare import fmt_p
+    from sim.analysis.compare import p_is
 
     d = pct_digits(n)
     neither = p.games - p.both - p.a_only - p.b_only
-    # Green when A is ahead, red when B is, as in the paired-difference figure.
+    # In bold when a side is ahead (black in the paired-difference figure): not green or red, which are
+    # runs' colours in the other figures, and the better run is no alarm.
     verdict = (f'<span class="{p.ahead}-ahead">{escape(p.a if p.ahead == "a" else p.b)} wins more deals</span>'
                if p.ahead else f'<span class="nosig">no difference shown ({escape(p.unclear)})</span>')
     rows = [
@@ -161,9 +162,9 @@ def pair_html(p, n: int) -> str:
         f'<tr><th class="l">total</th><td class="r">{fmt_int(p.wins_b)}</td>'
         f'<td class="r">{fmt_int(p.games - p.wins_b)}</td><td class="r">{fmt_int(p.games)}</td></tr>',
         "</table>",
-        f"<p>pA - pB = <b>{_pct(p.diff, d, True)}</b> (95% paired CI {_pct(p.diff_low, d, True)} .. "
-        f"{_pct(p.diff_high, d, True)}): {verdict}</p>",
-        f"<p>McNemar's exact p = <b>{escape(fmt_p(p.p_value))}</b> on the {fmt_int(p.a_only + p.b_only)} games "
+        f"<p>pA - pB = <b>{_pp(p.diff, d)}</b> (95% paired CI {_pp(p.diff_low, d)} .. "
+        f"{_pp(p.diff_high, d)}): {verdict}</p>",
+        f"<p>McNemar's exact p {escape(p_is(p.p_value)[:2])}<b>{escape(p_is(p.p_value)[2:])}</b> on the {fmt_int(p.a_only + p.b_only)} games "
         "only one of them won</p>",
     ]
     if p.score_diff is None:

@@ -26,6 +26,12 @@ LABEL_BOX = {"boxstyle": "square,pad=0.3", "facecolor": "white", "edgecolor": "n
 """Behind a label written across the plot, so that grid lines and the zero line do not run through it."""
 
 
+SHOWN = "#111111"
+"""A paired difference the games show."""
+NOT_SHOWN = "#9a9a9a"
+"""A paired difference they do not."""
+
+
 def _figure(width: float, height: float):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -40,11 +46,40 @@ def _colour(i: int) -> str:
 
 
 def _caption(fig, text: str) -> None:
-    """The runs a figure shows, as a small line (wrapped) above its panels."""
-    if text:
-        width = int(fig.get_figwidth() * DPI / CAPTION_CHAR_PX) - 2
-        wrapped = "\n".join(textwrap.wrap(text, width, break_on_hyphens=False))
-        fig.suptitle(wrapped, fontsize="small", color="#333", x=0.01, ha="left")
+    """The runs a figure shows, as a small line (wrapped) above its panels.
+
+    Each line is measured as the figure will draw it: a width per character
+    is only an estimate, and directory names are wider than most text.
+    """
+    if not text:
+        return
+    from matplotlib.font_manager import FontProperties
+
+    font = FontProperties(size="small")
+    renderer = fig.canvas.get_renderer()
+    room = 0.97 * fig.get_figwidth() * fig.dpi
+
+    def fits(line: str) -> bool:
+        return renderer.get_text_width_height_descent(line, font, ismath=False)[0] <= room
+
+    lines, line = [], ""
+    for word in text.split():
+        while not fits(word):  # a word wider than the figure (a long directory name) is cut where it must be
+            cut = max(k for k in range(1, len(word) + 1) if k == 1 or fits(word[:k]))
+            if line:
+                lines.append(line)
+                line = ""
+            lines.append(word[:cut])
+            word = word[cut:]
+        candidate = f"{line} {word}" if line else word
+        if fits(candidate):
+            line = candidate
+        else:
+            lines.append(line)
+            line = word
+    if line:
+        lines.append(line)
+    fig.suptitle("\n".join(lines), fontsize="small", color="#333", x=0.01, ha="left")
 
 
 def _labels(reports) -> list[str]:
@@ -280,14 +315,16 @@ def _labels_inside(fig, notes) -> None:
 def paired_difference_figure(pairs, n: int, caption: str = ""):
     """Each pair's win-rate difference pA - pB and mean score difference (games both won), with 95% intervals.
 
-    One row per pair (A - B), a line at 0. A win-rate difference is coloured
-    (green: A ahead, red: B ahead) when the games show it (`Pair.ahead`: the
-    interval does not cross 0 and McNemar's p, printed beside it, is below
-    0.05); a score difference, when its interval does not cross 0.
+    One row per pair (A - B), a line at 0. A win-rate difference is black
+    when the games show it (`Pair.ahead`: the interval does not cross 0 and
+    McNemar's p, printed beside it, is below 0.05), grey otherwise; a score
+    difference, black when its interval does not cross 0. Not green and
+    red: those are runs' colours in the other figures, and the side that is
+    ahead is the side of 0 the point is on.
     """
     import numpy as np
 
-    from sim.analysis.compare import fmt_p
+    from sim.analysis.compare import p_is
 
     k = len(pairs)
     names = [f"{p.a} - {p.b}" if len(p.a) + len(p.b) <= 24 else f"{p.a}\n- {p.b}" for p in pairs]
@@ -296,14 +333,14 @@ def paired_difference_figure(pairs, n: int, caption: str = ""):
     y = np.arange(k)[::-1]
     for row, p in zip(y, pairs):
         d, lo, hi = (100 * v for v in (p.diff, p.diff_low, p.diff_high))
-        colour = {"a": "tab:green", "b": "tab:red"}.get(p.ahead, "tab:gray")
+        colour = SHOWN if p.ahead else NOT_SHOWN
         ax.errorbar([d], [row], xerr=[[d - lo], [hi - d]], fmt="o", capsize=5, color=colour)
-        ax.annotate(f"{d:+.2f} pp ({lo:+.2f} .. {hi:+.2f}), McNemar p {fmt_p(p.p_value)}", (0.5, row),
+        ax.annotate(f"{d:+.2f} pp ({lo:+.2f} .. {hi:+.2f}), McNemar p {p_is(p.p_value)}", (0.5, row),
                     xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 8), ha="center",
                     fontsize="x-small", bbox=LABEL_BOX, zorder=3)
         if p.score_diff is not None and p.score_diff_low is not None:
             s, slo, shi = p.score_diff, p.score_diff_low, p.score_diff_high
-            colour = "tab:green" if slo > 0 else "tab:red" if shi < 0 else "tab:gray"
+            colour = SHOWN if slo > 0 or shi < 0 else NOT_SHOWN
             ax2.errorbar([s], [row], xerr=[[s - slo], [shi - s]], fmt="o", capsize=5, color=colour)
             ax2.annotate(f"{s:+.2f} ({slo:+.2f} .. {shi:+.2f}) over {p.both:,} games", (0.5, row),
                          xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 8),
@@ -414,8 +451,9 @@ def report_win_rate_figure(reports):
 
 
 def comparison_caption(comparison) -> str:
-    """What runs a comparison's figures show: each run's label and its directory."""
-    return "runs: " + "; ".join(f"{a.label}: {Path(a.path).name}" for a in comparison.arms)
+    """What runs a comparison's figures show: each run's label and its directory (once when they are the same)."""
+    return "runs: " + "; ".join(a.label if a.label == Path(a.path).name else f"{a.label}: {Path(a.path).name}"
+                                for a in comparison.arms)
 
 
 def report_figures(reports, comparison=None) -> dict:

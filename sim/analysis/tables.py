@@ -77,6 +77,12 @@ def pct_text(x: float, digits: int = 2, signed: bool = False) -> str:
     return f"{v:{'+' if signed else ''}.{digits}f}%"
 
 
+def pp_text(x: float, digits: int = 2) -> str:
+    """A difference of two shares in percentage points, with its sign ("-74.44 pp"): a difference of rates is
+    not a percentage of anything. Digits as in `pct_text`."""
+    return pct_text(x, digits, signed=True)[:-1] + " pp"
+
+
 def fmt_pct(x: float | None, digits: int = 2) -> str:
     """A share as a percentage (see `pct_text`); "-" when undefined (None or NaN)."""
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else pct_text(x, digits)
