@@ -146,8 +146,12 @@ def test_ls_lists_runs_with_damaged_manifests_as_damaged(tmp_path):
     (tmp_path / "other" / "manifest.json").write_text('{"name": "someone else\'s"}')
     r = invoke("ls", str(tmp_path))
     assert r.exit_code == 0, r.output
-    status = {line.split()[0]: line.split()[6] for line in r.stdout.splitlines()[2:] if line.split()[0] != "A"}
+    status = {line.split()[0]: line.split()[6] for line in r.stdout.splitlines()[2:6]}
     assert status == {"bad": "damaged", "good": "complete", "list": "damaged", "started": "damaged"}, r.stdout
+    # Each damaged run's reason is under the table, not only in -f json; no solve run, no note about solve runs.
+    notes = " ".join(r.stdout.splitlines()[6:])
+    assert all(f"{name} is damaged: " in notes for name in ("bad", "list", "started")), notes
+    assert "started is 5" in notes and "JSON list" in notes and "solve run" not in r.stdout
     runs = {Path(run["path"]).name: run for run in json.loads(invoke("ls", str(tmp_path), "-f", "json").stdout)["runs"]}
     assert runs["started"]["policy"] == "greedy" and "started is 5" in runs["started"]["problem"]
     assert "cannot read manifest.json" in runs["bad"]["problem"] and "JSON list" in runs["list"]["problem"]
@@ -211,3 +215,66 @@ def test_an_option_of_one_value_given_twice_is_a_usage_error(tmp_path, monkeypat
     r = invoke(*args)
     assert r.exit_code == 2 and r.stderr.startswith(f"Error: {named} is given more than once"), r.output
     assert r.stderr.count("\n") == 1 and list(tmp_path.iterdir()) == []
+
+
+def test_ls_says_what_sets_a_run_apart_and_who_is_writing_it(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    from sim.analysis import datasets
+
+    deals = tmp_path / "decks.jsonl"
+    deals.write_text("".join(json.dumps({"deck": [int(r) for r in sim.deal(3, g)]}) + "\n" for g in range(20)))
+    assert invoke("run", "-n", "20", "--deals", str(deals), "-o", str(tmp_path / "d"), "-q").exit_code == 0
+    assert invoke("run", "-p", "heuristic", "--policy-arg", "weights=-5,1,1,1,1,1,1", "-n", "20",
+                  "-o", str(tmp_path / "w"), "-q").exit_code == 0
+    sim.run(sim.RunConfig(n=20), out=tmp_path / "live", workers=1)
+    m = json.loads((tmp_path / "live" / "manifest.json").read_text())
+    (tmp_path / "live" / "manifest.json").write_text(json.dumps({**m, "status": "incomplete"}))
+    # Another process holds the writer's lock, as a run being played does.
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from sim.jobs.runner import writer_lock\n"
+        f"with writer_lock({str(tmp_path / 'live')!r}):\n print('locked', flush=True); time.sleep(60)")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        rows = {line.split()[0]: line for line in invoke("ls", str(tmp_path)).stdout.splitlines()[2:5]}
+        listed = {r.path: r for r in datasets.list_runs(tmp_path)}
+    finally:
+        holder.kill()
+        holder.wait()
+    assert "deals decks.jsonl" in rows["d"] and "heuristic weights=-5,1,1,1,1,1,1" in rows["w"], rows
+    assert f"being written (pid {holder.pid}; 20 done)" in rows["live"], rows
+    assert listed[str(tmp_path / "live")].writer == holder.pid and listed[str(tmp_path / "w")].writer is None
+    assert listed[str(tmp_path / "d")].deals == str(deals)
+    assert datasets.list_runs(tmp_path)[1].writer is None  # the lock is free once its holder is gone
+
+    # A part this user may not read is unreadable, not damaged (root reads everything: the error is made here).
+    def denied(run_dir, m=None):
+        raise PermissionError(13, "Permission denied", str(run_dir / "games" / "part-00000.parquet"))
+
+    monkeypatch.setattr(datasets, "run_parts", denied)
+    (w,) = [r for r in datasets.list_runs(tmp_path) if r.path.endswith("w")]
+    assert w.status == "unreadable" and w.problem.endswith("part-00000.parquet: Permission denied"), w
+    # A folder this user may not look into (another user's, under results/) is listed as such; the others still are.
+    (tmp_path / "private").mkdir()
+    is_file = Path.is_file
+
+    def guarded(path):
+        if path.parent.name == "private":
+            raise PermissionError(13, "Permission denied", str(path))
+        return is_file(path)
+
+    monkeypatch.setattr(Path, "is_file", guarded)
+    r = invoke("ls", str(tmp_path))
+    assert r.exit_code == 0 and "private is unreadable: cannot read" in " ".join(r.stdout.split()), r.output
+    assert all(f"\n{name} " in r.stdout for name in ("d", "live", "w")), r.stdout
+
+
+def test_a_part_that_disagrees_with_an_edited_manifest_is_not_sent_to_resume(tmp_path):
+    sim.run(sim.RunConfig(n=20), out=tmp_path / "r", workers=1)
+    m = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    (tmp_path / "r" / "manifest.json").write_text(json.dumps({**m, "rules": {**m["rules"], "max_pile": 3}}))
+    r = invoke("report", str(tmp_path / "r"))
+    assert r.exit_code != 0 and "play the run again with --force" in r.stderr and "resume" not in r.stderr, r.stderr
+    assert invoke("run", "--resume", str(tmp_path / "r"), "-q").exit_code != 0  # as resume itself refuses it

@@ -9,7 +9,7 @@ interrupted run gives the games it has finished and a stray file in
 import json
 import logging
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from sim.analysis.tables import Table, fmt_int, fmt_pct, pct_digits, rules_text
 from sim.engine.results import games_table
 from sim.engine.rules import Rules
 from sim.jobs.runner import (
-    FORMAT, MANIFEST, RunError, UsageError, is_manifest, manifest_problem, read_manifest, run_parts,
+    FORMAT, MANIFEST, RunError, UsageError, is_manifest, manifest_problem, read_manifest, run_parts, writer_pid,
 )
 from sim.jobs.solve import solve_frame
 
@@ -129,7 +129,8 @@ class RunListing:
     rules: dict
     """Rule options."""
     status: str
-    """complete, incomplete, or damaged (a part or the manifest is missing or wrong: see `problem`)."""
+    """complete, incomplete, damaged (a part or the manifest is missing or wrong: see `problem`), or
+    unreadable (this user may not read a part or the manifest: see `problem`)."""
     done: int
     """Games (or deals) in its verified parts."""
     rate: float | None
@@ -139,7 +140,13 @@ class RunListing:
     started: str | None
     """When the run started (the manifest's ISO time, UTC)."""
     problem: str | None = None
-    """Why the run is damaged (None when its parts check out)."""
+    """Why the run is damaged or unreadable (None when its parts check out)."""
+    policy_args: dict = field(default_factory=dict)
+    """The policy's arguments (--policy-arg), as the manifest recorded them."""
+    deals: str | None = None
+    """The deal file of a run played on `--deals` (its seed then keys only random policies' streams)."""
+    writer: int | None = None
+    """The pid of the process writing the run now; None when none is."""
 
     def to_dict(self) -> dict:
         """Every field, JSON-ready."""
@@ -153,10 +160,15 @@ def _solve_policy(m: dict) -> str:
     return "solver (" + ", ".join(["first win" if opts.get("first_win") else "best score", *limits]) + ")"
 
 
-def _damaged(run_dir: Path, problem: str) -> RunListing:
+def _damaged(run_dir: Path, problem: str, status: str = "damaged") -> RunListing:
     """The listing of a run whose manifest cannot be read."""
-    return RunListing(path=str(run_dir), kind="-", policy="-", n=None, seed=None, rules={}, status="damaged",
+    return RunListing(path=str(run_dir), kind="-", policy="-", n=None, seed=None, rules={}, status=status,
                       done=0, rate=None, rate_high=None, started=None, problem=problem)
+
+
+def _unreadable(e: OSError) -> bool:
+    """Is this error this user's lack of permission (nothing is damaged), not a missing or broken file?"""
+    return isinstance(e, PermissionError)
 
 
 def _listing(run_dir: Path, m: dict) -> RunListing:
@@ -184,7 +196,9 @@ def _checked_listing(run_dir: Path, m: dict) -> RunListing:
             row = pl.scan_parquet(parts).select(pl.len(), pl.col("won").sum()).collect().row(0)
             done = int(row[0])
             rate = int(row[1] or 0) / done if done else None
-    except (RunError, pl.exceptions.PolarsError, OSError) as e:
+    except OSError as e:
+        status, problem = ("unreadable" if _unreadable(e) else "damaged"), f"{e.filename or run_dir}: {e.strerror or e}"
+    except (RunError, pl.exceptions.PolarsError) as e:
         status, problem = "damaged", str(e)
     started = m.get("started")
     if started is not None and not _is_iso(started):
@@ -192,7 +206,9 @@ def _checked_listing(run_dir: Path, m: dict) -> RunListing:
     return RunListing(path=str(run_dir), kind=kind, policy=_solve_policy(m) if kind == "solve" else str(m.get("policy")),
                       n=int(m.get("n", 0)), seed=int(m.get("seed", 0)), rules=dict(m.get("rules") or {}),
                       status=status, done=done, rate=rate, rate_high=rate_high, started=started,
-                      problem=problem)
+                      problem=problem, policy_args=dict(m.get("policy_args") or {}),
+                      deals=None if m.get("deals") is None else str(m["deals"]),
+                      writer=writer_pid(run_dir) if status == "incomplete" else None)
 
 
 def _is_iso(text) -> bool:
@@ -204,15 +220,21 @@ def _is_iso(text) -> bool:
     return True
 
 
+class _Unreadable(str):
+    """Why a folder's manifest cannot be read: this user may not read it (nothing is known to be damaged)."""
+
+
 def _manifest_of(path: Path) -> dict | str | None:
     """The run manifest in `path`; None when it holds no run of this project (no manifest, or someone
     else's JSON object); the problem, as text, when the manifest is unreadable or no JSON object."""
     file = path / MANIFEST
-    if not file.is_file():
-        return None
     try:
+        if not file.is_file():
+            return None
         m = json.loads(file.read_text())
-    except (OSError, ValueError) as e:
+    except OSError as e:
+        return _Unreadable(f"cannot read {file}: {e.strerror or e}") if _unreadable(e) else f"cannot read {file}: {e}"
+    except ValueError as e:
         return f"cannot read {MANIFEST}: {e}"
     if not isinstance(m, dict):
         return f"{MANIFEST} holds a JSON {type(m).__name__}, not an object"
@@ -236,7 +258,10 @@ def list_runs(root: str | Path = "results", depth: int = 3) -> list[RunListing]:
     def visit(path: Path, level: int) -> None:
         m = _manifest_of(path)
         if m is not None:
-            found.append(_damaged(path, m) if isinstance(m, str) else _listing(path, m))
+            if isinstance(m, str):
+                found.append(_damaged(path, m, "unreadable" if isinstance(m, _Unreadable) else "damaged"))
+            else:
+                found.append(_listing(path, m))
             return
         if level >= depth:
             return
@@ -270,7 +295,18 @@ def listing_table(runs: list[RunListing], root: str | Path | None = None) -> Tab
         return Path(r.path).name if rel == "." else rel
 
     def status(r: RunListing) -> str:
-        return f"incomplete ({r.done:,} done)" if r.status == "incomplete" else r.status
+        if r.status != "incomplete":
+            return r.status
+        return f"being written (pid {r.writer}; {r.done:,} done)" if r.writer else f"incomplete ({r.done:,} done)"
+
+    def policy(r: RunListing) -> str:
+        args = " ".join(f"{k}={v}" for k, v in sorted(r.policy_args.items()))
+        return f"{r.policy} {args}" if args else r.policy
+
+    def seed(r: RunListing) -> str:
+        if r.deals is not None:
+            return f"deals {Path(r.deals).name}"
+        return "-" if r.seed is None else str(r.seed)
 
     def rate(r: RunListing) -> str:
         if r.rate is None:
@@ -280,9 +316,10 @@ def listing_table(runs: list[RunListing], root: str | Path | None = None) -> Tab
             return f"{fmt_pct(r.rate, d)} .. {fmt_pct(r.rate_high, d)}"
         return fmt_pct(r.rate, d)
 
-    rows = tuple((name(r), r.kind, r.policy, fmt_int(r.n), "-" if r.seed is None else str(r.seed),
-                  "-" if r.kind == "-" else rules_text(r.rules), status(r), rate(r),
-                  _date(r.started)) for r in runs)
+    rows = tuple((name(r), r.kind, policy(r), fmt_int(r.n), seed(r), "-" if r.kind == "-" else rules_text(r.rules),
+                  status(r), rate(r), _date(r.started)) for r in runs)
+    notes = [f"{name(r)} is {r.status}: {r.problem}" for r in runs if r.problem]
+    if any(r.kind == "solve" for r in runs):
+        notes.append("A solve run's winnable share: deals won (.. won or unresolved).")
     return Table("", ("run", "kind", "policy", "n", "seed", "rules", "status", "win rate / winnable", "started"),
-                 rows, align="lllrrllrl",
-                 note="A solve run's winnable share: deals won (.. won or unresolved).")
+                 rows, align="lllrrllrl", note="\n".join(notes))

@@ -78,7 +78,7 @@ def table_html(t: Table) -> str:
         out.append("<tr>" + "".join(f'<td class="{c}">{escape(v)}</td>' for v, c in zip(row, cls)) + "</tr>")
     out.append("</table>")
     if t.note:
-        out.append(f'<p class="note">{escape(t.note)}</p>')
+        out.append('<p class="note">' + "<br>".join(escape(line) for line in t.note.split("\n")) + "</p>")
     out.append("</div>")
     return "\n".join(out)
 

@@ -20,7 +20,7 @@ class Table:
     align: str = ""
     """One letter per column, "l" or "r"; default: first column left, the others right."""
     note: str = ""
-    """A line printed under the table (definitions, caveats)."""
+    """Lines printed under the table (definitions, caveats), one per line of the text."""
 
     def column_align(self, i: int) -> str:
         """Alignment of column i: "l" or "r"."""
@@ -43,7 +43,8 @@ class Table:
         out.append(indent + "  ".join("-" * w for w in widths))
         out.extend(line(r) for r in self.rows)
         if self.note:
-            out += textwrap.wrap(self.note, width) if width > 0 else [self.note]
+            for line in self.note.split("\n"):
+                out += textwrap.wrap(line, width) if width > 0 else [line]
         return "\n".join(out)
 
     def markdown(self) -> str:
@@ -56,7 +57,8 @@ class Table:
         out.append("|" + "|".join(" --- " if self.column_align(i) == "l" else " ---: " for i in range(len(self.headers))) + "|")
         out.extend("| " + " | ".join(esc(c) for c in r) + " |" for r in self.rows)
         if self.note:
-            out += ["", self.note]
+            for line in self.note.split("\n"):
+                out += ["", line]
         return "\n".join(out)
 
 

@@ -450,7 +450,10 @@ def run_parts(run_dir: str | Path, m: dict | None = None) -> list[Path]:
         if digest is not None and file_sha256(path) != digest:
             problem = f"{path} is not the part this run wrote (its SHA-256 differs from the manifest's)"
         else:
-            problem = _metadata_problem(path, k, m) or _part_problem(path, k, n, chunk_size)
+            settings = _metadata_problem(path, k, m)
+            if settings:  # the manifest was edited, or the part copied from another run: resume refuses it too
+                raise RunError(f"{settings}; neither can be trusted, so play the run again with --force")
+            problem = _part_problem(path, k, n, chunk_size)
         if problem:
             raise RunError(f"{problem}; resume the run to play it again")
         paths.append(path)
@@ -533,6 +536,32 @@ def writer_lock(run_dir: Path):
         yield
     finally:
         os.close(fd)
+
+
+def writer_pid(run_dir: Path) -> int | None:
+    """The pid of the process writing the run now (holding `writer_lock`), None when none is.
+
+    Asks the kernel who holds the lock (F_GETLK) without taking it, so that
+    a writer starting at that moment is never refused because of the
+    question. Linux only (struct flock's layout); None elsewhere.
+    """
+    import struct
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fd = os.open(Path(run_dir) / LOCK, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        layout = "hhqqi4x"  # l_type, l_whence, l_start, l_len (0: to the end), l_pid
+        got = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack(layout, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+        kind, _, _, _, pid = struct.unpack(layout, got)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return None if kind == fcntl.F_UNLCK else pid
 
 
 # --- running ------------------------------------------------------------------------------------
