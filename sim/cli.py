@@ -202,7 +202,12 @@ def parse_deck(text: str) -> list[int]:
             if not isinstance(ranks, list) or not all(type(r) is int for r in ranks):
                 fail("--deck: a JSON deck is a list of 40 whole numbers (ranks 1..10)")
         else:
-            ranks = [int(t) for t in text.replace(",", " ").split()]
+            words = text.replace(",", " ").split()
+            bad = next((w for w in words if not w.isdigit()), None)
+            if bad is not None:
+                fail(f"--deck: {bad!r} is not a rank: a deck is 40 ranks 1..10 separated by spaces or commas, "
+                     "or the JSON list `sim deal --json` prints")
+            ranks = [int(w) for w in words]
         return validate_deck(ranks).tolist()
     except ValueError as e:  # json.JSONDecodeError is a ValueError
         fail(f"--deck: {e}")
@@ -349,7 +354,7 @@ def command_line() -> str:
 
 @app.command()
 def deal(
-    seed: SeedOpt = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=2**64 - 1, metavar="SEED", help="Seed of the deals.")] = 0,
     game: GameOpt = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
 ):

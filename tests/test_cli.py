@@ -1,6 +1,7 @@
 """The command line through Typer's CliRunner: output, help, exit codes."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,29 @@ def test_replay_of_a_given_deck_marks_face_down_cards():
     assert f"score {vector['score']}" in r.stdout
     assert "[" in r.stdout  # face-down cards are shown in brackets
     assert "row check fired" in r.stdout or "row and column checks fired" in r.stdout
+
+
+def test_replay_keeps_ranks_in_line_and_names_the_policys_arguments():
+    deck = "5 10 5 4 1 2 9 1 1 1 7 3 3 2 10 6 7 4 6 2 9 10 2 9 5 4 4 8 6 8 7 8 9 3 6 8 5 3 10 7"
+    r = invoke("replay", "--deck", deck, "-q", "-p", "heuristic", "--policy-arg", "weights=-5,1,1,1,1,1,1",
+               "--rule", "max_pile=5")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[1] == "policy: heuristic weights=-5,1,1,1,1,1,1   rules: max_pile=5"
+    # Every rank (a 10 and a face-down card too) and every empty cell ends under its column label's last character.
+    r = invoke("replay", "--deck", deck, "-q")
+    checked = set()
+    for block in r.stdout.split("\n\n"):
+        lines = block.splitlines()
+        header = next((line for line in lines if re.match(r"\s+c\d", line)), None)
+        if header is None:
+            continue
+        label_ends = [m.end() - 1 for m in re.finditer(r"c\d", header)]
+        for line in lines:
+            if re.match(r"    r\d  ", line):
+                cells = list(re.finditer(r"\d+|\.", line[6:]))
+                assert [m.end() - 1 + 6 for m in cells] == label_ends, (header, line)
+                checked |= {m.group() for m in cells} | ({"["} if "[" in line else set())
+    assert {"10", "7", ".", "["} <= checked  # the lines checked had each kind of cell
 
 
 @pytest.mark.parametrize("args,fragment", [

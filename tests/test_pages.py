@@ -4,6 +4,7 @@ every command, what the figures show (run names, legends, values, axes from 0, i
 tests/test_browser.py opens the same pages in headless Chromium.
 """
 
+import html
 import json
 import re
 import shlex
@@ -64,6 +65,9 @@ def test_the_replay_page_carries_the_game_sim_play_plays(policy, seed, game, arg
     assert (g["policy"], g["end"], g["score"], g["cardsPlayed"]) == (policy, expected.end, expected.score,
                                                                       expected.cards_played)
     assert [t["cell"] for t in g["turns"]] == list(expected.moves)
+    # The page names the policy with its arguments: other arguments play another game.
+    assert g["policyArgs"] == policy_args and g["label"] == " ".join([policy, *args[1::2]])
+    assert f"<title>Foursquare replay: {html.escape(g['label'])}, seed {seed}, game {game}</title>" in out.read_text()
     assert [t["card"] for t in g["turns"]] == data["deck"][:expected.cards_played]
     last = g["turns"][-1]
     assert len(last["table"]) == expected.piles == last["piles"]

@@ -1,8 +1,9 @@
 """A game turn by turn, for `sim replay` and for reading what a policy did."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sim import kernels as K
+from sim.analysis.tables import rules_text
 from sim.engine.board import Board
 from sim.engine.results import END_NAMES
 from sim.engine.rules import Rules
@@ -49,6 +50,8 @@ class Replay:
     """How it ended (sim.END_NAMES)."""
     score: int | None
     """Cards left at a win; None when lost."""
+    policy_args: dict = field(default_factory=dict)
+    """The policy's arguments (--policy-arg), as given; empty for its defaults."""
 
 
 def replay(deck, policy: str = "greedy", rules: Rules | None = None, seed: int = 0, game: int = 0,
@@ -67,7 +70,14 @@ def replay(deck, policy: str = "greedy", rules: Rules | None = None, seed: int =
                           board.face_down_count, board.render(mark=cell)))
     won = code == K.END_WIN
     return Replay(tuple(int(r) for r in deck), policy, rules, tuple(turns), END_NAMES[code],
-                  K.DECK_SIZE - played if won else None)
+                  K.DECK_SIZE - played if won else None, dict(policy_args or {}))
+
+
+def policy_text(r: Replay) -> str:
+    """The policy with its arguments, as typed ("heuristic weights=-5,1,1"): two games of one policy with other
+    arguments are other games."""
+    args = " ".join(f"{k}={v}" for k, v in r.policy_args.items())
+    return f"{r.policy} {args}" if args else r.policy
 
 
 def cell_name(cell: int) -> str:
@@ -82,7 +92,7 @@ LEGEND = "legend: 7 face-up top card, [7] face-down top card, 7* the card just p
 
 def format_replay(r: Replay) -> str:
     """The replay as `sim replay` prints it: each turn's card, cell, checks and table, then the end."""
-    lines = [f"deck: {' '.join(map(str, r.deck))}", f"policy: {r.policy}   rules: {r.rules.as_dict()}", LEGEND, ""]
+    lines = [f"deck: {' '.join(map(str, r.deck))}", f"policy: {policy_text(r)}   rules: {rules_text(r.rules.as_dict())}", LEGEND, ""]
     for t in r.turns:
         checks = [name for name, fired in (("row", t.row_fired), ("column", t.col_fired)) if fired]
         if len(checks) == 2:

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from html import escape
 
 from sim import kernels as K
-from sim.analysis.replay import Replay
+from sim.analysis.replay import Replay, policy_text
 from sim.engine.board import Board
 from sim.version import __version__
 
@@ -67,7 +67,7 @@ def game_data(r: Replay) -> dict:
         })
     final_face_down = board.face_down_count
     return {
-        "policy": r.policy, "end": r.end, "score": r.score, "won": r.end == "win",
+        "policy": r.policy, "policyArgs": r.policy_args, "label": policy_text(r), "end": r.end, "score": r.score, "won": r.end == "win",
         "cardsPlayed": len(r.turns), "endText": end_text(r, final_face_down),
         "window": _window(list(board.occupied), r.rules.grid), "turns": turns,
     }
@@ -100,7 +100,7 @@ def replay_page(replays: list[Replay], source: str = "", command: str | None = N
                 when: datetime | None = None) -> str:
     """The self-contained HTML page that replays the games (one per policy, same deck) turn by turn."""
     data = replay_data(replays, source, command, when)
-    policies = " vs ".join(g["policy"] for g in data["games"])
+    policies = " vs ".join(g["label"] for g in data["games"])
     title = f"Foursquare replay: {policies}" + (f", {source}" if source else "")
     return (TEMPLATE.replace("__TITLE__", escape(title))
             .replace("__DATA__", _json_for_script(data)))
@@ -314,13 +314,13 @@ footer { color: var(--muted); font-size: 0.78em; padding: 0 1.2em 1.2em; }
   var panels = games.map(function (g, i) {
     var root = html("section", "game", null, document.getElementById("games"));
     var h = html("h2", "", null, root);
-    html("span", "", g.policy, h);
+    html("span", "", g.label, h);
     var sub = html("span", "sub", "", h);
     var row = html("div", "row", null, root);
     var size = g.window.size;
     var W = MARGIN + size * CW + 6, H = MARGIN + size * CH + 6;
     var svg = el("svg", {class: "board", width: W, height: H, viewBox: "0 0 " + W + " " + H,
-                         role: "img", "aria-label": "board of " + g.policy}, row);
+                         role: "img", "aria-label": "board of " + g.label}, row);
     defs(svg);
     var side = html("div", "side", null, row);
     var drawnBox = html("div", "box", null, side);

@@ -138,21 +138,17 @@ class Board:
         if box is None:
             return "(empty table)"
         r0, r1, c0, c1 = box
-        width = 5
-        lines = ["    " + "".join(f"c{c}".center(width) for c in range(c0, c1 + 1))]
+        # Every rank ends in the same column (a 10 beside a 7 stays in line): right-aligned in 4 characters,
+        # then a face-down card's closing bracket and the mark.
+        lines = ["    " + "".join(f"c{c}".rjust(4).ljust(6) for c in range(c0, c1 + 1)).rstrip()]
         for r in range(r0, r1 + 1):
             cells = []
             for c in range(c0, c1 + 1):
                 cell = r * K.SIDE + c
                 rank = self.top(cell)
-                if rank is None:
-                    text = "."
-                elif self.is_face_down(cell):
-                    text = f"[{rank}]"
-                else:
-                    text = str(rank)
-                if mark == cell:
-                    text += "*"
-                cells.append(text.center(width))
+                down = rank is not None and self.is_face_down(cell)
+                text = "." if rank is None else f"[{rank}" if down else str(rank)
+                after = ("]" if down else "") + ("*" if mark == cell else "")
+                cells.append(text.rjust(4) + after.ljust(2))
             lines.append(f"r{r}  " + "".join(cells).rstrip())
         return "\n".join(lines)
