@@ -302,3 +302,13 @@ def test_a_part_that_disagrees_with_an_edited_manifest_is_not_sent_to_resume(tmp
     r = invoke("report", str(tmp_path / "r"))
     assert r.exit_code != 0 and "play the run again with --force" in r.stderr and "resume" not in r.stderr, r.stderr
     assert invoke("run", "--resume", str(tmp_path / "r"), "-q").exit_code != 0  # as resume itself refuses it
+
+
+def test_ls_does_not_read_a_run_a_newer_version_wrote(tmp_path):
+    sim.run(sim.RunConfig(n=20), out=tmp_path / "r", workers=1)
+    m = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    (tmp_path / "r" / "manifest.json").write_text(json.dumps({**m, "format_version": 99}))
+    r = invoke("ls", str(tmp_path))
+    assert r.exit_code == 0 and r.stdout.splitlines()[2].split()[6] == "unreadable", r.stdout
+    assert "written by a newer foursquare-sim (format 99)" in " ".join(r.stdout.split())
+    assert "%" not in r.stdout  # no win rate read from rows this version cannot vouch for

@@ -9,7 +9,7 @@ interrupted run gives the games it has finished and a stray file in
 import json
 import logging
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from sim.analysis.tables import Table, fmt_int, fmt_pct, pct_digits, rules_text
 from sim.engine.results import games_table
 from sim.engine.rules import Rules
 from sim.jobs.runner import (
-    FORMAT, MANIFEST, RunError, UsageError, is_manifest, manifest_problem, read_manifest, run_parts, writer_pid,
+    FORMAT, FORMAT_VERSION, MANIFEST, RunError, UsageError, is_manifest, manifest_problem, read_manifest, run_parts, writer_pid,
 )
 from sim.jobs.solve import solve_frame
 
@@ -130,7 +130,7 @@ class RunListing:
     """Rule options."""
     status: str
     """complete, incomplete, damaged (a part or the manifest is missing or wrong: see `problem`), or
-    unreadable (this user may not read a part or the manifest: see `problem`)."""
+    unreadable (this user may not read a part or the manifest, or a newer version wrote it: see `problem`)."""
     done: int
     """Games (or deals) in its verified parts."""
     rate: float | None
@@ -182,6 +182,10 @@ def _listing(run_dir: Path, m: dict) -> RunListing:
 def _checked_listing(run_dir: Path, m: dict) -> RunListing:
     kind = m.get("kind", "run")
     status, problem, done, rate, rate_high = m.get("status", "unknown"), None, 0, None, None
+    version = m.get("format_version", 0)
+    if isinstance(version, int) and version > FORMAT_VERSION:  # this version cannot know what its fields mean
+        return replace(_damaged(run_dir, f"{MANIFEST} was written by a newer foursquare-sim (format {version})",
+                                "unreadable"), kind=str(kind), started=m.get("started") if _is_iso(m.get("started")) else None)
     try:
         problem = manifest_problem(m)
         if problem:
