@@ -408,6 +408,39 @@ def test_resume_plays_again_a_part_the_manifest_does_not_list_yet_when_it_is_not
     assert cli.invoke(app, ["report", str(out)]).exit_code == 0
 
 
+def test_resume_adopts_an_unlisted_part_only_when_it_is_this_runs_deals_and_columns(tmp_path):
+    # Part 1 unlisted, as a kill -9 between a part and the next manifest leaves it, and in its place a part of
+    # exactly its games from a run that differs only in its deals (a deal file), only in its columns
+    # (--record-deals), or that says nothing of itself (a plain Parquet file of the same rows).
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=400, seed=5), out=out, workers=1, chunk_size=100)
+    want = games_of(out)
+    decks = tmp_path / "decks.jsonl"
+    decks.write_text("".join(json.dumps({"deck": [int(r) for r in sim.deal(9, g)]}) + "\n" for g in range(400)))
+    sim.run(sim.RunConfig(n=400, seed=5, deals=str(decks)), out=tmp_path / "file", workers=1, chunk_size=100)
+    sim.run(sim.RunConfig(n=400, seed=5, record_deals=True), out=tmp_path / "deck", workers=1, chunk_size=100)
+    plain = tmp_path / "plain.parquet"
+    pl.read_parquet(out / "games" / "part-00001.parquet").with_columns(won=True).write_parquet(plain)
+    m = json.loads((out / "manifest.json").read_text())
+    del m["parts"]["part-00001.parquet"], m["part_info"]["part-00001.parquet"]
+    for source in (tmp_path / "file" / "games" / "part-00001.parquet",
+                   tmp_path / "deck" / "games" / "part-00001.parquet", plain):
+        (out / "manifest.json").write_text(json.dumps({**m, "status": "incomplete"}))
+        shutil.copy(source, out / "games" / "part-00001.parquet")
+        sim.resume(out, workers=1)
+        assert games_of(out).equals(want), source
+        assert cli.invoke(app, ["report", str(out)]).exit_code == 0
+    # A listed part whose digest was taken out of the manifest is not read unchecked.
+    shutil.copy(tmp_path / "file" / "games" / "part-00001.parquet", out / "games" / "part-00001.parquet")
+    m = json.loads((out / "manifest.json").read_text())
+    del m["part_info"]["part-00001.parquet"]["sha256"]
+    (out / "manifest.json").write_text(json.dumps(m))
+    line = one_line_error(cli.invoke(app, ["report", str(out)]), 1)
+    assert "part-00001.parquet: the manifest records no SHA-256" in line, line
+    with pytest.raises(runner.RunError, match="no SHA-256"):
+        sim.load(out)
+
+
 def test_a_dask_run_resumes_locally_unless_told(tmp_path):
     out = tmp_path / "d"
     sim.run(sim.RunConfig(n=2000), out=out, workers=1, chunk_size=500)

@@ -401,25 +401,48 @@ def stray_files(run_dir: Path, chunks: int | None = None) -> list[str]:
                   if TMP_MARK not in e.name and (_chunk_of(e.name) is None or _chunk_of(e.name) >= limit))
 
 
-PART_KEYS = ("kind", "policy", "policy_args", "seed", "n", "rules")
-"""The settings a part's own metadata (`part_metadata`) must share with the manifest that lists it."""
+def _deal_source(deals, deals_sha256, seed, algorithm: str = K.DEAL_ALGORITHM) -> str:
+    """Where a run's decks come from, as its parts' metadata says it: a deal file and its digest, or the
+    seed and the algorithm that deals from it."""
+    return f"file {deals} sha256 {deals_sha256}" if deals is not None else f"{algorithm} seed {seed}"
 
 
-def _metadata_problem(path: Path, k: int, m: dict) -> str | None:
-    """How part k's own metadata disagrees with the manifest (None when it agrees, or has none: older parts)."""
+def _expected_metadata(m: dict) -> dict[str, str]:
+    """The metadata `part_metadata` gives the parts of the run this manifest describes."""
+    expected = {"kind": m.get("kind", "run"), "policy": str(m.get("policy")),
+                "policy_args": json.dumps(m.get("policy_args") or {}), "seed": str(m.get("seed")),
+                "n": str(m.get("n")), "rules": json.dumps(m.get("rules")),
+                "deal_source": _deal_source(m.get("deals"), m.get("deals_sha256"), m.get("seed"),
+                                            m.get("deal_algorithm") or K.DEAL_ALGORITHM),
+                "record_deals": json.dumps(bool(m.get("record_deals")))}
+    if m.get("kind") == "solve":
+        expected["solve"] = json.dumps(m.get("solve"))
+    return expected
+
+
+def _metadata_problem(path: Path, k: int, m: dict, found: bool = False) -> str | None:
+    """How part k's own metadata disagrees with the manifest; None when it agrees.
+
+    A part the manifest lists (its SHA-256 checked already) may lack a key
+    that older versions did not write. A part only `found` on disk, which a
+    resume would adopt, must carry every key, and this version's number: it
+    can only be one that this run wrote before the manifest listed it.
+    """
     import polars as pl
 
     try:
         meta = pl.read_parquet_metadata(path)
     except Exception as e:
         return f"{path} is not a readable part ({type(e).__name__})"
-    expected = {"part": str(k), "kind": m.get("kind", "run"), "policy": str(m.get("policy")),
-                "policy_args": json.dumps(m.get("policy_args") or {}), "seed": str(m.get("seed")),
-                "n": str(m.get("n")), "rules": json.dumps(m.get("rules"))}
-    for key in ("part", *PART_KEYS):
+    expected = {"part": str(k), **_expected_metadata(m)}
+    if found:
+        expected["version"] = __version__
+    for key, want in expected.items():
         got = meta.get(f"foursquare_sim.{key}")
-        if got is not None and got != expected[key]:
-            return f"{path} was written with {key} {got}, but the manifest says {expected[key]}"
+        if got is None and found:
+            return f"{path} does not say its {key.replace('_', ' ')}, so it cannot be known to be this run's"
+        if got is not None and got != want:
+            return f"{path} was written with {key.replace('_', ' ')} {got}, but the manifest says {want}"
     return None
 
 
@@ -447,7 +470,9 @@ def run_parts(run_dir: str | Path, m: dict | None = None) -> list[Path]:
         if k is None or not path.is_file():
             raise RunError(f"{path}: listed in the manifest but missing; finish the run with --resume")
         digest = (recorded.get(name) or {}).get("sha256")
-        if digest is not None and file_sha256(path) != digest:
+        if digest is None:  # an edited manifest (or one from before parts had digests): resume plays it again
+            problem = f"{path}: the manifest records no SHA-256 for it, so it cannot be checked"
+        elif file_sha256(path) != digest:
             problem = f"{path} is not the part this run wrote (its SHA-256 differs from the manifest's)"
         else:
             settings = _metadata_problem(path, k, m)
@@ -485,7 +510,7 @@ def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> d
                 raise RunError(f"{problem}: the manifest was changed after its parts were written; not resuming")
             kept[name] = info
             continue
-        problem = _metadata_problem(path, k, m or {}) or _part_problem(path, k, n, chunk_size)
+        problem = _metadata_problem(path, k, m or {}, found=True) or _part_problem(path, k, n, chunk_size)
         if problem:
             log.warning("%s: playing it again", problem)
             continue
@@ -609,8 +634,7 @@ def interrupt_on_sigterm():
 def part_metadata(job: Job, config, run_dir: Path) -> dict[str, str]:
     """Key-value metadata of every part, so that a part found on its own says what it is."""
     settings = job.settings(config)
-    deals = (f"file {config.deals} sha256 {config.deals_sha256}" if config.deals is not None
-             else f"{K.DEAL_ALGORITHM} seed {config.seed}")
+    deals = _deal_source(config.deals, config.deals_sha256, config.seed)
     about = {
         "run": Path(run_dir).resolve().name,
         "kind": job.kind,
@@ -620,6 +644,7 @@ def part_metadata(job: Job, config, run_dir: Path) -> dict[str, str]:
         "n": str(config.n),
         "rules": json.dumps(config.rules.as_dict()),
         "deal_source": deals,
+        "record_deals": json.dumps(bool(getattr(config, "record_deals", False))),
         "version": __version__,
     }
     if "solve" in settings:
