@@ -565,22 +565,40 @@ def test_a_force_killed_while_setting_the_run_aside_is_undone_by_the_next_writer
     assert run_files(out) == before and not (out / runner.ASIDE).exists()
 
 
-def test_a_force_killed_after_the_new_manifest_leaves_the_new_run(tmp_path, monkeypatch):
+@pytest.mark.parametrize("parts", [0, 1])
+def test_a_force_killed_after_the_new_manifest_leaves_the_new_run_only_once_it_has_a_part(tmp_path, monkeypatch,
+                                                                                          parts):
+    # Killed outright with the new manifest written: before the new run's first part (starting its workers,
+    # say) the old run comes back, since a run without a part is worth nothing; after it, the new run stands.
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
-    real_execute = runner._execute
+    before = run_files(out)
+    real_execute, real_write = runner._execute, runner.write_atomic
+    written = []
+
+    def write_then_die(path, write):
+        real_write(path, write)
+        written.append(path)
+        raise _Killed  # the part is on disk, its manifest entry is not
 
     def die(*args, **kwargs):
-        raise _Killed
+        if parts == 0:
+            raise _Killed
+        monkeypatch.setattr(runner, "write_atomic", write_then_die)
+        return real_execute(*args, **kwargs)
 
     monkeypatch.setattr(runner, "_execute", die)
     with pytest.raises(_Killed):
         sim.run(sim.RunConfig(n=300, seed=9), out=out, workers=1, chunk_size=100, force=True)
     monkeypatch.setattr(runner, "_execute", real_execute)
-    assert (out / runner.ASIDE / "manifest.json").exists()
-    assert sim.resume(out, workers=1).games == 300  # the replacement stands: it is resumed, the old run goes
+    monkeypatch.setattr(runner, "write_atomic", real_write)
+    assert (out / runner.ASIDE / "manifest.json").exists() and len(written) == parts
+    summary = sim.resume(out, workers=1)
     assert not (out / runner.ASIDE).exists()
-    assert games_of(out).equals(reference_rows(tmp_path, n=300, seed=9))
+    if parts == 0:  # the old run is back, whole, and complete: nothing is played
+        assert summary.games == 500 and "nothing was played" in summary.note and run_files(out) == before
+    else:  # the replacement stands: it is resumed, the old run goes
+        assert summary.games == 300 and games_of(out).equals(reference_rows(tmp_path, n=300, seed=9))
 
 
 def test_force_leaves_what_it_does_not_own_in_the_folder_it_sets_runs_aside_in(tmp_path):

@@ -918,15 +918,18 @@ def _drop_aside(run_dir: Path) -> None:
 
 
 def _settle_aside(run_dir: Path) -> None:
-    """After a --force that was killed outright: a replacement that never wrote its manifest gives the run back.
+    """After a --force that was killed outright: a replacement that never wrote a part gives the run back.
 
-    Once the new run's manifest exists the new run stands (resumable) and
-    the old one is deleted; before, the old run is put back.
+    Once the new run has a part (listed in its manifest, or written and not
+    yet listed: the old run's parts are all aside by then), it stands,
+    resumable, and the old one is deleted; before, a new run is worth
+    nothing and the old one is put back.
     """
     if not (run_dir / ASIDE).is_dir():
         return
     try:
-        if (run_dir / MANIFEST).exists():
+        new_parts = any(TMP_MARK not in path.name for path in _own_parts(run_dir / GAMES))
+        if (run_dir / MANIFEST).exists() and new_parts:
             _drop_aside(run_dir)
         else:
             _put_back(run_dir)
