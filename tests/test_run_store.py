@@ -784,6 +784,19 @@ def test_a_file_named_games_in_the_way_is_a_one_line_error(tmp_path):
     assert "holds a file named games" in line and (tmp_path / "r" / "games").read_text() == "mine"
 
 
+def test_a_force_that_cannot_make_its_games_folder_puts_the_run_back(tmp_path):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=100), out=out, workers=1)
+    shutil.rmtree(out / "games")
+    (out / "games").write_text("mine")  # the run's parts are gone, and a file is where its folder was
+    manifest = (out / "manifest.json").read_bytes()
+    line = one_line_error(cli.invoke(app, ["run", "-n", "100", "--seed", "3", "-w", "1", "--out", str(out),
+                                           "--force"]), 1)
+    assert f"cannot create {out / 'games'}" in line and f"{out} still holds the run it had" in line, line
+    assert (out / "manifest.json").read_bytes() == manifest and not (out / runner.ASIDE).exists()
+    assert (out / "games").read_text() == "mine"
+
+
 def test_a_failed_figure_write_keeps_the_figure_already_there(tmp_path, monkeypatch):
     from matplotlib.figure import Figure
 

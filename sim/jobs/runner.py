@@ -844,7 +844,8 @@ def _prepare_dir(run_dir: Path, force: bool) -> None:
     owns is moved; any other file stays, and a directory holding other
     things than a run is refused, even with `force`.
     """
-    if _is_run(run_dir):
+    aside = _is_run(run_dir)
+    if aside:
         if not force:
             raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to finish it "
                              f"or --force to replace it")
@@ -861,7 +862,15 @@ def _prepare_dir(run_dir: Path, force: bool) -> None:
     try:
         (run_dir / GAMES).mkdir(exist_ok=True)
     except OSError as e:
-        raise RunError(f"cannot create {run_dir / GAMES}: {e.strerror or e}") from None
+        what = f"cannot create {run_dir / GAMES}: {e.strerror or e}"
+        if aside:  # the run set aside goes back: nothing has replaced it
+            try:
+                _put_back(run_dir)
+            except OSError as back:
+                raise RunError(_then(what, f"The run it replaces could not be put back ({back.strerror or back}); "
+                                           f"it is in {run_dir / ASIDE}.")) from None
+            raise RunError(_then(what, f"{run_dir} still holds the run it had.")) from None
+        raise RunError(what) from None
 
 
 def _own_parts(games_dir: Path):
