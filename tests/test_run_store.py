@@ -441,6 +441,32 @@ def test_resume_adopts_an_unlisted_part_only_when_it_is_this_runs_deals_and_colu
         sim.load(out)
 
 
+@pytest.mark.parametrize("status", ["complete", "incomplete"])
+def test_a_manifest_that_lists_fewer_parts_than_its_run_has_is_finished_by_resume(tmp_path, caplog, status):
+    # Every part on disk, verified, but the manifest lists 4 of the 5 (hand-edited, or saved before the last):
+    # nothing reads it as complete, and resume lists the fifth without playing anything or adding a session.
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
+    want = games_of(out)
+    m = json.loads((out / "manifest.json").read_text())
+    del m["parts"]["part-00003.parquet"], m["part_info"]["part-00003.parquet"]
+    (out / "manifest.json").write_text(json.dumps({**m, "status": status}))
+    if status == "complete":
+        with caplog.at_level("WARNING", logger="sim"):
+            assert sim.load(out).collect().height == 400
+        assert "says complete but lists 4 of its 5 parts" in caplog.text
+    listed = json.loads(cli.invoke(app, ["ls", str(tmp_path), "-f", "json"]).stdout)["runs"]
+    assert [(r["status"], r["done"]) for r in listed] == [("incomplete", 400)], listed
+    assert status == "incomplete" or "lists 4 of its 5 parts" in listed[0]["problem"]
+    r = cli.invoke(app, ["run", "-n", "500", "--chunk-size", "100", "-w", "1", "--out", str(out), "-q"])
+    assert r.exit_code == 2 and "--resume" in r.stderr, "not reused as a complete run of 400 games"
+    summary = sim.resume(out, workers=1)
+    assert summary.games == 500 and "its manifest now lists every part" in summary.note
+    after = json.loads((out / "manifest.json").read_text())
+    assert after["status"] == "complete" and len(after["parts"]) == 5 and after["sessions"] == m["sessions"]
+    assert games_of(out).equals(want)
+
+
 def test_a_dask_run_resumes_locally_unless_told(tmp_path):
     out = tmp_path / "d"
     sim.run(sim.RunConfig(n=2000), out=out, workers=1, chunk_size=500)

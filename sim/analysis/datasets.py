@@ -20,7 +20,8 @@ from sim.analysis.tables import Table, fmt_int, fmt_pct, pct_digits, rules_text
 from sim.engine.results import games_table
 from sim.engine.rules import Rules
 from sim.jobs.runner import (
-    FORMAT, FORMAT_VERSION, MANIFEST, RunError, UsageError, is_manifest, manifest_problem, read_manifest, run_parts, writer_pid,
+    FORMAT, FORMAT_VERSION, MANIFEST, RunError, UsageError, chunk_count, is_manifest, manifest_problem, read_manifest,
+    run_parts, writer_pid,
 )
 from sim.jobs.solve import solve_frame
 
@@ -200,6 +201,11 @@ def _checked_listing(run_dir: Path, m: dict) -> RunListing:
             row = pl.scan_parquet(parts).select(pl.len(), pl.col("won").sum()).collect().row(0)
             done = int(row[0])
             rate = int(row[1] or 0) / done if done else None
+        chunks = chunk_count(int(m["n"]), int(m["chunk_size"]))
+        if status == "complete" and len(parts) < chunks:
+            status = "incomplete"
+            problem = (f"the manifest says complete but lists {len(parts)} of its {chunks} parts; "
+                       f"resume the run to finish it")
     except OSError as e:
         status, problem = ("unreadable" if _unreadable(e) else "damaged"), f"{e.filename or run_dir}: {e.strerror or e}"
     except (RunError, pl.exceptions.PolarsError) as e:

@@ -482,6 +482,9 @@ def run_parts(run_dir: str | Path, m: dict | None = None) -> list[Path]:
         if problem:
             raise RunError(f"{problem}; resume the run to play it again")
         paths.append(path)
+    if m.get("status") == "complete" and len(paths) < chunk_count(n, chunk_size):
+        log.warning("%s: the manifest says complete but lists %d of its %d parts: only their games are read; "
+                    "resume the run to finish it", run_dir, len(paths), chunk_count(n, chunk_size))
     return paths
 
 
@@ -957,7 +960,8 @@ def _complete_already(job: Job, config, run_dir: Path):
     if any(m.get(k) != v for k, v in settings.items()) or changed_files(m.get("files")):
         return None
     try:
-        run_parts(run_dir, m)
+        if len(run_parts(run_dir, m)) != chunk_count(int(m["n"]), int(m["chunk_size"])):
+            return None  # a manifest that says complete but lists fewer parts: resume finishes it
     except RunError:
         return None
     summary = job.summarize(run_dir, float(m.get("seconds") or 0.0), sum((m.get("parts") or {}).values()), "complete")
@@ -1100,11 +1104,15 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
         remove_temp_files(run_dir)
         p = _Progress(chosen, chunk_size, m.get("command", ""), m.get("sessions", []),
                       _verified_parts(run_dir, m, config.n, chunk_size))
-        if m.get("status") == "complete" and len(p.parts) == chunk_count(config.n, chunk_size):
+        if len(p.parts) == chunk_count(config.n, chunk_size):
             # Nothing to play: no session of 0 games is added (it would change the run's recorded speed).
+            repaired = m.get("status") != "complete" or sorted(m.get("parts") or {}) != sorted(p.parts)
+            if repaired:  # every part is on disk and verified, but the manifest did not say so
+                _save(job, config, run_dir, p, "complete")
             summary = job.summarize(run_dir, float(m.get("seconds") or 0.0), config.n, "complete")
-            return replace(summary, note=f"{run_dir} is complete: nothing was played "
-                                         f"(the figures below are that run's).")
+            said = ("its manifest now lists every part, each verified" if repaired
+                    else "the figures below are that run's")
+            return replace(summary, note=f"{run_dir} is complete: nothing was played ({said}).")
         resume_hint = f"Finish with: {resume_command(job, config, run_dir)}"
         with _resumable_once_saved(resume_hint):
             _warm(job, config, decks is not None, resume_hint, notify)
