@@ -920,6 +920,20 @@ def test_a_manifest_with_a_field_edited_to_nonsense_is_a_one_line_error(tmp_path
             assert f"{path} is damaged: {key} is {value!r}" in line, line
         listed = json.loads(cli.invoke(app, ["ls", str(tmp_path), "-f", "json"]).stdout)["runs"]
         assert [r["status"] for r in listed] == ["damaged"], listed
+    # Fields whose wrong type used to reach the code that reads them (a traceback in compare or resume).
+    edits = {"part_info": [1], "policy": None, "sessions": [1, 2], "rules": {**m["rules"], "adjacency": ["x"]},
+             "rules ": {**m["rules"], "colour": "red"}}
+    for key, value in edits.items():
+        path.write_text(json.dumps({**m, key.strip(): value}))
+        for args in (["run", "--resume", out, "-w", "1", "-q"], ["report", out], ["compare", out, out]):
+            line = one_line_error(cli.invoke(app, list(map(str, args))), 1)
+            assert f"{path} is damaged: {key.strip()}" in line, line
+    path.write_text(json.dumps(m))
+    part = out / "games" / "part-00001.parquet"
+    part.unlink()
+    part.mkdir()  # a folder where a listed part should be
+    line = one_line_error(cli.invoke(app, ["run", "--resume", str(out), "-w", "1", "-q"]), 1)
+    assert "part-00001.parquet" in line, line
 
 
 @pytest.mark.slow  # compiles two plugins, uncached

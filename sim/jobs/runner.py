@@ -266,11 +266,23 @@ def manifest_problem(m: dict) -> str | None:
         return f"n {m['n']} and chunk_size {m['chunk_size']} must be at least 1"
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in m["parts"].values()):
         return "parts must give each part's number of rows"
-    if not all(isinstance(v, dict) for v in (m.get("part_info") or {}).values()):
+    info = m.get("part_info") or {}
+    if not isinstance(info, dict) or not all(isinstance(v, dict) for v in info.values()):
         return "part_info must give each part's rows, games and SHA-256"
-    for key, kind in (("sessions", list), ("policy_args", dict), ("files", dict), ("started", str)):
+    for key, kind in (("sessions", list), ("policy_args", dict), ("files", dict), ("started", str),
+                      ("policy", str)):
         if m.get(key) is not None and not isinstance(m[key], kind):
             return f"{key} is {m[key]!r}, not a {_TYPE_NAMES[kind]}"
+    if m.get("kind", "run") == "run" and not isinstance(m.get("policy"), str):
+        return f"policy is {m.get('policy')!r}, not a string"
+    if not all(isinstance(v, dict) for v in m.get("sessions") or []):
+        return "sessions must be JSON objects, one per session"
+    from sim.engine.rules import Rules
+
+    try:
+        Rules(**m["rules"])
+    except (TypeError, ValueError) as e:
+        return f"rules {m['rules']!r} are not the game's rule options ({e})"
     return None
 
 
@@ -503,6 +515,8 @@ def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> d
         if k is None or k >= chunk_count(n, chunk_size):
             continue
         path = games_dir / name
+        if not path.is_file():  # a folder with a part's name: nothing to keep (writing the part will say why)
+            continue
         info = recorded.get(name)
         if info is not None:
             if file_sha256(path) != info.get("sha256"):
