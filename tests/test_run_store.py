@@ -889,6 +889,22 @@ def test_a_manifest_of_the_wrong_shape_is_a_one_line_error(tmp_path):
             one_line_error(r, r.exit_code)
 
 
+def test_resume_refuses_to_mix_the_rows_of_two_versions(tmp_path, monkeypatch):
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
+    m = json.loads((out / "manifest.json").read_text())
+    del m["parts"]["part-00004.parquet"], m["part_info"]["part-00004.parquet"]
+    (out / "manifest.json").write_text(json.dumps({**m, "status": "incomplete"}))
+    (out / "games" / "part-00004.parquet").unlink()
+    before = run_files(out)
+    monkeypatch.setattr(runner, "__version__", "99.0")  # an upgrade between the interruption and the resume
+    with pytest.raises(runner.UsageError, match=rf"played by foursquare-sim {sim.__version__}, and this is 99.0"):
+        sim.resume(out, workers=1)
+    assert run_files(out) == before
+    monkeypatch.setattr(runner, "__version__", sim.__version__)
+    assert sim.resume(out, workers=1).games == 500
+
+
 def test_resuming_a_complete_run_plays_nothing_and_changes_nothing(tmp_path):
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)

@@ -1118,9 +1118,15 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
         remove_temp_files(run_dir)
         p = _Progress(chosen, chunk_size, m.get("command", ""), m.get("sessions", []),
                       _verified_parts(run_dir, m, config.n, chunk_size))
-        if len(p.parts) == chunk_count(config.n, chunk_size):
+        whole = len(p.parts) == chunk_count(config.n, chunk_size)
+        repaired = whole and (m.get("status") != "complete" or sorted(m.get("parts") or {}) != sorted(p.parts))
+        played_by = m.get("version")
+        if (repaired or not whole) and p.parts and played_by is not None and played_by != __version__:
+            raise UsageError(f"cannot resume {run_dir}: its parts were played by foursquare-sim {played_by}, and "
+                             f"this is {__version__}; its rows would mix two versions (finish it with {played_by}, "
+                             f"or play it again with --force)")
+        if whole:
             # Nothing to play: no session of 0 games is added (it would change the run's recorded speed).
-            repaired = m.get("status") != "complete" or sorted(m.get("parts") or {}) != sorted(p.parts)
             if repaired:  # every part is on disk and verified, but the manifest did not say so
                 _save(job, config, run_dir, p, "complete")
             summary = job.summarize(run_dir, float(m.get("seconds") or 0.0), config.n, "complete")
