@@ -311,6 +311,41 @@ def test_resume_of_a_plugin_run_needs_the_plugin_named_again(tmp_path, monkeypat
     assert games_of(tmp_path / "p").equals(want)
 
 
+def test_a_plugins_own_helper_modules_are_recorded_and_a_changed_one_stops_the_resume(tmp_path, monkeypatch):
+    pkg = tmp_path / "mypolicies"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "pick.py").write_text("def lowest(cells):\n    return min(cells)\n")
+    (pkg / "rank.py").write_text("from .sub.pick import lowest\n")
+    (pkg / "low.py").write_text("import json\nimport numpy as np\nfrom mypolicies import rank\n\n"
+                                "def choose(position, card):\n    return rank.lowest(position.legal_cells())\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    from sim.jobs.play import settled
+
+    config = settled(sim.RunConfig(policy="mypolicies.low:choose", n=300))
+    recorded = sorted(Path(path).relative_to(tmp_path).as_posix() for path, _ in config.files)
+    assert recorded == ["mypolicies/__init__.py", "mypolicies/low.py", "mypolicies/rank.py",
+                        "mypolicies/sub/__init__.py", "mypolicies/sub/pick.py"]  # not json or numpy
+    # An installed plugin's imports are followed within its own package, not into the packages beside it.
+    import importlib.util
+
+    from sim.players.plugins import pinned
+
+    tqdm_dir = Path(importlib.util.find_spec("tqdm").origin).parent
+    files = pinned("tqdm.auto:tqdm", {})[2]
+    assert tqdm_dir / "auto.py" in files and tqdm_dir / "__init__.py" in files
+    assert all(tqdm_dir in f.parents for f in files), files
+    r = cli.invoke(app, ["run", "--policy", "mypolicies.low:choose", "-n", "300", "--chunk-size", "100", "-w", "1",
+                         "-q", "--out", "p"])
+    assert r.exit_code == 0, r.output
+    (tmp_path / "p" / "games" / "part-00001.parquet").unlink()
+    (pkg / "sub" / "pick.py").write_text("def lowest(cells):\n    return max(cells)\n")
+    line = one_line_error(cli.invoke(app, ["run", "--resume", "p", "--policy", "mypolicies.low:choose"]), 2)
+    assert str(pkg / "sub" / "pick.py") in line, line
+
+
 def test_an_interrupted_plugin_run_says_the_command_that_resumes_it(tmp_path, monkeypatch):
     import shlex
 

@@ -15,6 +15,7 @@ Two kinds share one contract (see policies/__init__.py):
 pile heights, the legal cells and the stock's composition, never its order.
 """
 
+import ast
 import hashlib
 import importlib
 import importlib.util
@@ -180,14 +181,84 @@ def _source_file(target: str) -> Path | None:
     return Path(origin).resolve() if origin and Path(origin).is_file() else None
 
 
+MAX_LOCAL_IMPORTS = 200
+"""More of a plugin's own modules than this are not followed (a plugin inside a large code base)."""
+
+
+def _module_file(root: Path, dotted: str) -> Path | None:
+    """The file of module `dotted` under the folder `root` (a.b: a/b.py or a/b/__init__.py), None if none."""
+    base = root.joinpath(*dotted.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path.resolve()
+    return None
+
+
+def local_imports(source: Path, root: Path, within: Path | None = None) -> list[Path]:
+    """The modules under `root` that the plugin file `source` imports, and those they import in turn.
+
+    Read from the source (nothing is imported): ``import a.b``, ``from a
+    import b`` and relative imports, resolved to files under `root` (the
+    folder the plugin's top-level module is in), and inside `within` when
+    given (an installed plugin's own package, not the other packages
+    installed beside it); what lives elsewhere (the standard library,
+    installed packages) is left to their versions. A run
+    records these files' digests with the plugin's own, so that editing a
+    helper module between an interruption and its resume is caught.
+    """
+    found, todo = [], [source.resolve()]
+    seen = {source.resolve()}
+    while todo and len(found) < MAX_LOCAL_IMPORTS:
+        path = todo.pop()
+        try:
+            tree = ast.parse(path.read_bytes(), str(path))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        names = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names += [(root, alias.name) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = root if node.level == 0 else path.parents[node.level - 1]
+                module = node.module or ""
+                if module:
+                    names.append((base, module))
+                names += [(base, f"{module}.{alias.name}" if module else alias.name) for alias in node.names]
+        for base, dotted in names:
+            parts = dotted.split(".")
+            for k in range(1, len(parts) + 1):  # import a.b.c runs a/__init__.py and a/b/__init__.py too
+                file = _module_file(base, ".".join(parts[:k]))
+                if file is not None and within is not None and within not in file.parents:
+                    continue
+                if file is not None and file not in seen:
+                    seen.add(file)
+                    found.append(file)
+                    todo.append(file)
+    return sorted(found)
+
+
+def _plugin_root(target: str, source: Path) -> tuple[Path, Path | None]:
+    """The folder a plugin's top-level module is in (its file's for file.py:attr, else above its package), and
+    the folder its imports are followed within: its own package when that folder holds installed packages."""
+    where = target.rpartition(":")[0]
+    if where.endswith(".py"):
+        return source.parent, None
+    depth = where.count(".") + (1 if source.name == "__init__.py" else 0)
+    root = source.parents[depth]
+    if root.name not in ("site-packages", "dist-packages"):
+        return root, None
+    top = where.split(".")[0]
+    return root, (root / top if (root / top).is_dir() else source)  # a lone module: a file, nobody's parent
+
+
 def pinned(name: str, args: dict[str, str]) -> tuple[str, dict[str, str], list[Path]]:
     """(name, args) with every file path made absolute, and the files a policy's games depend on.
 
     Those files are a plugin's source (the file of ``file.py:attr``, or the
-    module of ``module:attr`` or of an entry point; not what it imports in
-    turn) and every ``--policy-arg`` value that names a file (a weights
-    file). A run records their digests, so that a resume or a reuse never
-    mixes games of two versions.
+    module of ``module:attr`` or of an entry point), the plugin's own modules
+    it imports (`local_imports`), and every ``--policy-arg`` value that
+    names a file (a weights file). A run records their digests, so that a
+    resume or a reuse never mixes games of two versions.
     """
     files = []
     where, sep, attr = name.rpartition(":")
@@ -198,6 +269,12 @@ def pinned(name: str, args: dict[str, str]) -> tuple[str, dict[str, str], list[P
         source = _source_file(target)
         if source is not None:
             files.append(source)
+            root, within = _plugin_root(target, source)
+            module = target.rpartition(":")[0]
+            if not module.endswith(".py"):  # importing a.b.c runs a/__init__.py and a/b/__init__.py first
+                parts = module.split(".")
+                files += [f for k in range(1, len(parts)) if (f := _module_file(root, ".".join(parts[:k])))]
+            files += [f for f in local_imports(source, root, within) if f not in files]
     pinned_args = {}
     for key, value in args.items():
         if value not in ("", ".") and Path(value).is_file():
