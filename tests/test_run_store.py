@@ -690,6 +690,23 @@ def test_a_part_replaced_by_another_is_an_error_and_resume_replays_it(tmp_path):
     assert games_of(out).equals(want)
 
 
+def test_compare_plays_again_the_damaged_part_of_a_run_it_would_reuse(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = ["compare", "--policy", "greedy", "--policy", "random", "-n", "3000", "-w", "1"]
+    assert cli.invoke(app, args).exit_code == 0
+    out = tmp_path / "results" / "greedy-seed0-n3000"
+    want = games_of(out)
+    part = out / "games" / "part-00000.parquet"
+    flipped = bytearray(part.read_bytes())
+    flipped[len(flipped) // 2] ^= 0xFF
+    part.write_bytes(bytes(flipped))
+    r = cli.invoke(app, args)
+    assert r.exit_code == 0, r.output  # not "already holds another run ... use --force"
+    rel = out.relative_to(tmp_path)
+    assert f"finishing {rel} ({rel / 'games' / part.name} is not the part this run wrote" in r.stderr, r.stderr
+    assert games_of(out).equals(want)
+
+
 def test_a_part_of_the_same_games_from_another_run_or_with_one_byte_changed_is_never_read(tmp_path):
     # Both hold exactly part 2's games, so only the digest the manifest recorded tells them from the real part.
     want, out, other = greedy_and_random_runs(tmp_path)

@@ -557,12 +557,12 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
     """None if run_dir holds a complete run with exactly these settings and files, else (kind, what is wrong).
 
     kind is "files" when only the files the games depend on changed (the
-    run is played again), "incomplete" when it is this run, interrupted
-    (its missing parts are played), "other" when the directory holds another run.
+    run is played again), "incomplete" when it is this run, interrupted or
+    with a damaged part (its missing or damaged parts are played), "other"
+    when the directory holds another run.
     """
     try:
         m = runner.read_manifest(run_dir)
-        runner.run_parts(run_dir, m)
     except (UsageError, RunError) as e:
         return "other", f"it is not a readable run: {e}"
     complete = m.get("status") == "complete"
@@ -584,6 +584,10 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
     changed = [p for p in sorted(set(recorded) | set(now)) if recorded.get(p) != now.get(p)]
     if changed:
         return "files", f"{changed[0]} is not the file its games were played with"
+    try:
+        runner.run_parts(run_dir, m)
+    except RunError as e:  # this run, with a damaged or missing part: resume plays that part again
+        return "incomplete", f"{str(e).split('; ')[0]}; playing it again, as {finish_command(run_dir)} does"
     if not complete:
         return "incomplete", f"it was interrupted; playing its missing parts, as {finish_command(run_dir)} does"
     return None
