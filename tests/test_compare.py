@@ -246,3 +246,15 @@ def test_runs_of_different_sizes_are_said_to_differ_in_their_number_of_games(tmp
     c = compare_runs([a, b])
     assert c.header().endswith("the runs differ in: the number of games")
     assert plots.comparison_caption(c) == "runs: g40; g3"  # a label that is its directory's name is said once
+
+
+def test_one_deal_is_said_in_the_singular(tmp_path):
+    from sim.analysis.html import comparison_html
+    from sim.analysis.tables import count
+
+    assert (count(1, "deal"), count(0, "game"), count(2000, "game")) == ("1 deal", "0 games", "2,000 games")
+    a, b = (sim.run(sim.RunConfig(policy=p, n=1, seed=3), workers=1, out=tmp_path / p).path
+            for p in ("greedy", "heuristic"))
+    c = compare_runs([a, b])
+    page = "\n".join(comparison_html(c))
+    assert "on the same 1 deal " in c.header() and "1 deals" not in page and "1 games" not in page

@@ -35,7 +35,7 @@ import polars as pl
 import policies
 from sim import kernels as K
 from sim.analysis.report import load_report
-from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, pp_text, rules_text
+from sim.analysis.tables import Table, count, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, pp_text, rules_text
 from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
 from sim.errors import magnitude
@@ -292,7 +292,7 @@ class Comparison:
         differs = list(self.differs) + ([] if self.same_size else ["the number of games"])
         differ = ", ".join(differs) if differs else "nothing but the directory"
         if self.same_size:
-            return (f"Paired comparison on the same {self.n:,} deals (seed {self.seed}, {self.deal_source}); "
+            return (f"Paired comparison on the same {count(self.n, 'deal')} (seed {self.seed}, {self.deal_source}); "
                     f"the runs differ in: {differ}")
         sizes = ", ".join(f"{a.label} {a.games:,}" for a in self.arms)
         return (f"Paired comparison on the same deals (seed {self.seed}, {self.deal_source}), runs of different "

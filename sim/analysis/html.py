@@ -12,7 +12,7 @@ from html import escape
 from pathlib import Path
 
 from sim.analysis.report import RunReport, header_lines, overview_table, tables
-from sim.analysis.tables import Table, fmt_int, pct_digits, pp_text
+from sim.analysis.tables import Table, count, fmt_int, pct_digits, pp_text
 from sim.version import __version__
 
 STYLE = """
@@ -164,7 +164,7 @@ def pair_html(p, n: int) -> str:
         "</table>",
         f"<p>pA - pB = <b>{_pp(p.diff, d)}</b> (95% paired CI {_pp(p.diff_low, d)} .. "
         f"{_pp(p.diff_high, d)}): {verdict}</p>",
-        f"<p>McNemar's exact p {escape(p_is(p.p_value)[:2])}<b>{escape(p_is(p.p_value)[2:])}</b> on the {fmt_int(p.a_only + p.b_only)} games "
+        f"<p>McNemar's exact p {escape(p_is(p.p_value)[:2])}<b>{escape(p_is(p.p_value)[2:])}</b> on the {count(p.a_only + p.b_only, 'game')} "
         "only one of them won</p>",
     ]
     if p.score_diff is None:
@@ -173,7 +173,7 @@ def pair_html(p, n: int) -> str:
         rows.append(f"<p>score A - B = {p.score_diff:+.2f} on the one game both won</p>")
     else:
         rows.append(f"<p>score A - B = <b>{p.score_diff:+.2f}</b> (95% CI {p.score_diff_low:+.2f} .. "
-                    f"{p.score_diff_high:+.2f}) over the {fmt_int(p.both)} games both won</p>")
+                    f"{p.score_diff_high:+.2f}) over the {count(p.both, 'game')} both won</p>")
     return '<div class="pair">' + "\n".join(rows) + "</div>"
 
 

@@ -17,6 +17,8 @@ import math
 import textwrap
 from pathlib import Path
 
+from sim.analysis.tables import count
+
 DPI = 110
 CAPTION_CHAR_PX = 7.3
 """Width of a character of a figure's caption, in pixels at DPI: its lines are wrapped to the figure's width."""
@@ -98,7 +100,7 @@ def _rules_words(rules: dict) -> str:
 
 def run_caption(reports) -> str:
     """What runs a figure shows: each run's directory with its policy, games, seed and rules."""
-    parts = [f"{r.name} ({r.policy}, {r.games:,} games, seed {r.seed}, {_rules_words(r.rules)})" for r in reports]
+    parts = [f"{r.name} ({r.policy}, {count(r.games, 'game')}, seed {r.seed}, {_rules_words(r.rules)})" for r in reports]
     return ("run: " if len(parts) == 1 else "runs: ") + "; ".join(parts)
 
 
@@ -342,11 +344,11 @@ def paired_difference_figure(pairs, n: int, caption: str = ""):
             s, slo, shi = p.score_diff, p.score_diff_low, p.score_diff_high
             colour = SHOWN if slo > 0 or shi < 0 else NOT_SHOWN
             ax2.errorbar([s], [row], xerr=[[s - slo], [shi - s]], fmt="o", capsize=5, color=colour)
-            ax2.annotate(f"{s:+.2f} ({slo:+.2f} .. {shi:+.2f}) over {p.both:,} games", (0.5, row),
+            ax2.annotate(f"{s:+.2f} ({slo:+.2f} .. {shi:+.2f}) over {count(p.both, 'game')}", (0.5, row),
                          xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 8),
                          ha="center", fontsize="x-small", bbox=LABEL_BOX, zorder=3)
         else:
-            ax2.annotate(f"{p.both:,} games both won: no interval", (0.5, row), xycoords=("axes fraction", "data"),
+            ax2.annotate(f"{count(p.both, 'game')} both won: no interval", (0.5, row), xycoords=("axes fraction", "data"),
                          ha="center", va="center", fontsize="x-small", color="#555", bbox=LABEL_BOX, zorder=3)
     from matplotlib.ticker import MaxNLocator
 
@@ -361,7 +363,7 @@ def paired_difference_figure(pairs, n: int, caption: str = ""):
     ax.set_ylim(-0.6, k - 0.2)
     ax.set_xlabel("pA - pB, percentage points (95% paired CI)")
     sizes = {p.games for p in pairs}
-    deals = f"{sizes.pop():,} deals" if len(sizes) == 1 else "the deals both played"
+    deals = count(sizes.pop(), "deal") if len(sizes) == 1 else "the deals both played"
     ax.set_title(f"Win-rate difference ({deals})", fontsize="medium")
     ax2.set_xlabel("score A - B (95% CI)")
     ax2.set_title("Mean score difference (games both won)", fontsize="medium")
@@ -416,7 +418,7 @@ def best_score_figure(summaries, caption: str = ""):
     ax_out.set_title("Outcome")
     ax_out.grid(axis="y", alpha=0.3)
     _caption(fig, caption or ("runs: " if k > 1 else "run: ") + "; ".join(
-        f"{Path(r.path).name} ({r.deals:,} deals, "
+        f"{Path(r.path).name} ({count(r.deals, 'deal')}, "
         f"{'first win only' if r.options.get('first_win') else 'best score sought'})" for r in summaries))
     return fig
 
@@ -478,7 +480,7 @@ def compare_figures(comparison, reports) -> dict:
     labels = [a.label for a in arms]
     caption = comparison_caption(comparison)
     games = all(r is not None for r in reports)
-    deals = (f"the same {comparison.n:,} deals" if comparison.same_size
+    deals = (f"the same {count(comparison.n, 'deal')}" if comparison.same_size
              else "the same deals\n(" + ", ".join(f"{a.label} {a.games:,}" for a in arms) + ")")
     figures = {
         "win_rate": win_rate_figure(labels, [a.win_rate for a in arms], [a.win_rate_low for a in arms],

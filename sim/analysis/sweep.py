@@ -6,7 +6,7 @@ from pathlib import Path
 
 from sim.analysis.compare import json_ready, render_as, make_runs, reuse_notes
 from sim.analysis.report import load_report
-from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits
+from sim.analysis.tables import Table, count, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits
 from sim.engine.rules import Rules
 from sim.jobs.runner import UsageError
 
@@ -90,7 +90,7 @@ class Sweep:
 
     def header(self) -> str:
         """The line above the table: what was swept, by which policy, on which deals."""
-        return (f"Sweep of {', '.join(self.options)}: policy {self.policy}, the same {self.n:,} deals "
+        return (f"Sweep of {', '.join(self.options)}: policy {self.policy}, the same {count(self.n, 'deal')} "
                 f"(seed {self.seed}) for every combination")
 
     def table(self) -> Table:
@@ -134,7 +134,7 @@ class Sweep:
                                        for label, r in zip(self.labels(), rows))
         return win_rate_figure(self.labels(), [r.win_rate for r in rows], [r.win_rate_low for r in rows],
                                [r.win_rate_high for r in rows], [r.mean_score for r in rows],
-                               f"{self.policy}: win rate by rule options ({self.n:,} games each, same deals, "
+                               f"{self.policy}: win rate by rule options ({count(self.n, 'game')} each, same deals, "
                                f"seed {self.seed})", [r.mean_score_low for r in rows],
                                [r.mean_score_high for r in rows], caption=caption)
 

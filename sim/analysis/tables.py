@@ -62,6 +62,11 @@ class Table:
         return "\n".join(out)
 
 
+def count(k: int, noun: str) -> str:
+    """"1 game", "2,000 games": a count with its noun, singular for one."""
+    return f"{k:,} {noun}" if k == 1 else f"{k:,} {noun}s"
+
+
 def fmt_int(k: int | None) -> str:
     """A count with thousands separators; "-" for none."""
     return "-" if k is None else f"{k:,}"
