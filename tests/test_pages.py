@@ -341,3 +341,24 @@ def test_a_caption_is_wrapped_to_the_width_it_is_drawn_at():
     for line in lines:
         title.set_text(line)
         assert title.get_window_extent(renderer).x1 <= fig.bbox.x1, line
+
+
+def test_a_page_says_what_each_figure_shows_to_a_reader_who_cannot_see_it(runs):
+    from sim.analysis.html import STYLE, compare_page
+
+    c = compare_runs([runs[0], runs[2]])
+    page = compare_page(c, plots.compare_figures(c, arm_reports(c)))
+    alts = re.findall(r'<img alt="([^"]*)"', page)
+    assert len(alts) == 4 and all("greedy" in alt and "heuristic" in alt for alt in alts), alts
+    assert any(alt.startswith("Paired difference. Win-rate difference") for alt in alts), alts
+    # On a phone a figure is shown at full size and scrolled sideways: the page says so above it.
+    assert re.search(r"@media \(max-width: 640px\) \{[^@]*figure::before \{ content: \"Scroll sideways", STYLE)
+    # A win-rate difference never runs past +-100 points, even on a handful of deals (5 won by B alone).
+    from sim.analysis.compare import Pair
+    from sim.stats import mcnemar_exact, paired_difference_interval
+
+    low, high = paired_difference_interval(5, 0, 5)
+    few = Pair(a="A", b="B", games=5, wins_a=0, wins_b=5, both=0, a_only=0, b_only=5, diff=-1.0, diff_low=low,
+               diff_high=high, p_value=mcnemar_exact(0, 5), score_diff=None, score_diff_low=None,
+               score_diff_high=None)
+    assert plots.paired_difference_figure([few], 5).axes[0].get_xlim() == (-105, 105)

@@ -44,7 +44,14 @@ ul.notes { color: #555; font-size: 0.8em; margin: -0.6em 0 1em; padding-left: 1.
 figure { margin: 1em 0 1.5em; overflow-x: auto; }
 figcaption { color: #555; font-size: 0.85em; position: sticky; left: 0; max-width: calc(100vw - 2em); }
 img { max-width: 100%; height: auto; }
-@media (max-width: 640px) { figure img { max-width: none; } }  /* a phone: figures at full size, scrolled sideways */
+@media (max-width: 640px) {  /* a phone: figures at full size, scrolled sideways, and saying so */
+  figure img { max-width: none; }
+  figure::before { content: "Scroll sideways for the whole figure \\2192"; display: block; position: sticky;
+                   left: 0; color: #777; font-size: 0.8em; }
+  .table th:first-child, .table td:first-child { position: sticky; left: 0; background: #fff; }
+  .table th:first-child { background: #f3f3f3; }
+  pre { white-space: pre-wrap; }
+}
 pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
 """
 
@@ -94,8 +101,16 @@ def figures_html(figures: dict) -> list[str]:
     """Each named matplotlib figure as an embedded PNG with the caption of its name."""
     from sim.analysis.plots import png_bytes
 
-    return [image_html(png_bytes(fig), name.replace("_", " "), FIGURE_CAPTIONS.get(name, ""))
+    return [image_html(png_bytes(fig), figure_alt(name, fig), FIGURE_CAPTIONS.get(name, ""))
             for name, fig in figures.items()]
+
+
+def figure_alt(name: str, fig) -> str:
+    """What a figure shows, for a reader who cannot see it: its name, its panels' titles and the runs it
+    draws (its caption line)."""
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    runs = " ".join(fig.get_suptitle().split())
+    return ". ".join(part for part in (name.replace("_", " ").capitalize(), "; ".join(titles), runs) if part)
 
 
 def provenance(command: str | None, when: datetime | None = None) -> str:

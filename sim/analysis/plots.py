@@ -357,8 +357,10 @@ def paired_difference_figure(pairs, n: int, caption: str = ""):
         a.axvline(0, color="#222", linewidth=0.8)
         a.grid(axis="x", alpha=0.3)
         lo, hi = a.get_xlim()
-        m = max(abs(lo), abs(hi))
-        a.set_xlim(-1.25 * m, 1.25 * m)
+        m = 1.25 * max(abs(lo), abs(hi))
+        if a is ax:  # a difference of two win rates lies within +-100 points
+            m = min(m, 105.0)
+        a.set_xlim(-m, m)
     ax.set_yticks(y, names, fontsize="small")
     ax.set_ylim(-0.6, k - 0.2)
     ax.set_xlabel("pA - pB, percentage points (95% paired CI)")
