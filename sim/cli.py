@@ -624,12 +624,12 @@ def report(
         return
     with library_errors(verbose):
         reports = load_reports(runs)
-        text = render(reports, fmt, width=_terminal_width())
         comparison, unpaired = None, ""
-        if len(runs) > 1 and (png is not None or html is not None):
+        if len(runs) > 1:  # runs on the same deals are compared game by game, in the text as on the page
             from sim.analysis.compare import compare_if_pairable
 
             comparison, unpaired = compare_if_pairable(runs)
+        text = render(reports, fmt, width=_terminal_width(), comparison=comparison)
     write_outputs(png, html, lambda: plots.report_figures(reports, comparison),
                   lambda figures: pages.report_page(reports, figures, command_line(), comparison, unpaired), quiet)
     typer.echo(text, nl=False)

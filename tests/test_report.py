@@ -85,6 +85,21 @@ def test_cli_json_and_markdown_carry_the_same_figures(runs):
     assert md.exit_code == 0 and f"| wins | {r.wins:,} |" in md.stdout
 
 
+def test_the_text_of_several_runs_on_the_same_deals_carries_their_paired_comparison(runs):
+    from sim.analysis.compare import compare_runs
+
+    (pair,) = compare_runs(list(runs)).pairs
+    args = ["report", str(runs[0]), str(runs[1])]
+    text = cli.invoke(app, args).stdout
+    assert "Paired comparison on the same" in text and f"{100 * pair.diff:+.2f} pp" in text
+    assert text.index("Runs") < text.index("Paired comparison") < text.index(f"run     {runs[0]}")  # as on the page
+    md = cli.invoke(app, [*args, "-f", "markdown"]).stdout
+    assert "## Paired comparison" in md and f"{100 * pair.diff:+.2f} pp" in md
+    data = json.loads(cli.invoke(app, [*args, "-f", "json"]).stdout)
+    assert data["comparison"]["pairs"][0]["diff"] == pytest.approx(pair.diff)
+    assert "comparison" not in json.loads(cli.invoke(app, ["report", str(runs[0]), "-f", "json"]).stdout)
+
+
 def assert_real_png(data: bytes, min_size=(400, 250)):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
     img = Image.open(io.BytesIO(data))

@@ -12,6 +12,7 @@ Library code only returns values and strings; the CLI prints.
 
 import json
 import math
+import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -290,11 +291,17 @@ def tables(r: RunReport, bar_width: int = 0) -> list[Table]:
 # --- renderers ---------------------------------------------------------------------------------
 
 
-def render_text(reports: list[RunReport], width: int = 80) -> str:
-    """Aligned tables and a '#' histogram of the score distribution, fitted to `width` columns."""
+def render_text(reports: list[RunReport], width: int = 80, comparison=None) -> str:
+    """Aligned tables and a '#' histogram of the score distribution, fitted to `width` columns.
+
+    `comparison` (a `sim.analysis.compare.Comparison` of the runs, when they
+    share their deals): its pairs follow the overview, as on the page."""
     blocks = []
     if len(reports) > 1:
         blocks.append(overview_table(reports).text(width=width))
+    if comparison is not None:
+        blocks.append("\n".join(textwrap.wrap(comparison.header(), width)) + "\n\n"
+                      + comparison.tables()[1].text(width=width))
     for r in reports:
         plain = len(score_table(r).text().splitlines()[2])  # the rule under the headers: the table's width
         bar_width = max(10, width - plain - 3)
@@ -304,11 +311,14 @@ def render_text(reports: list[RunReport], width: int = 80) -> str:
     return ("\n\n" + "=" * min(width, 80) + "\n\n").join(blocks) + "\n"
 
 
-def render_markdown(reports: list[RunReport]) -> str:
-    """The reports as one markdown document: the overview of several runs, then a section per run."""
+def render_markdown(reports: list[RunReport], comparison=None) -> str:
+    """The reports as one markdown document: the overview of several runs (and their paired comparison,
+    when given), then a section per run."""
     out = ["# Run report", ""]
     if len(reports) > 1:
         out += [overview_table(reports).markdown(), ""]
+    if comparison is not None:
+        out += ["## Paired comparison", "", comparison.header(), "", comparison.tables()[1].markdown(), ""]
     for r in reports:
         out += [f"## {r.name}", ""]
         out += [f"- {line}" for line in header_lines(r)]
@@ -319,19 +329,23 @@ def render_markdown(reports: list[RunReport]) -> str:
     return "\n".join(out)
 
 
-def render_json(reports: list[RunReport]) -> str:
-    """The reports as JSON: {"runs": [...]}, one `RunReport.to_dict` each."""
-    return json.dumps({"runs": [r.to_dict() for r in reports]}, indent=2) + "\n"
+def render_json(reports: list[RunReport], comparison=None) -> str:
+    """The reports as JSON: {"runs": [...]}, one `RunReport.to_dict` each, and "comparison" when given."""
+    out = {"runs": [r.to_dict() for r in reports]}
+    if comparison is not None:
+        out["comparison"] = comparison.to_dict()
+    return json.dumps(out, indent=2) + "\n"
 
 
-def render(reports: list[RunReport], fmt: str = "text", width: int = 80) -> str:
-    """The reports as text, markdown or json (UsageError for another format)."""
+def render(reports: list[RunReport], fmt: str = "text", width: int = 80, comparison=None) -> str:
+    """The reports as text, markdown or json (UsageError for another format), with the runs' paired
+    `comparison` when given."""
     if fmt == "text":
-        return render_text(reports, width)
+        return render_text(reports, width, comparison)
     if fmt == "markdown":
-        return render_markdown(reports)
+        return render_markdown(reports, comparison)
     if fmt == "json":
-        return render_json(reports)
+        return render_json(reports, comparison)
     raise UsageError(f"--format {fmt!r} is not one of text, markdown, json")
 
 
