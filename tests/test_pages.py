@@ -362,3 +362,9 @@ def test_a_page_says_what_each_figure_shows_to_a_reader_who_cannot_see_it(runs):
                diff_high=high, p_value=mcnemar_exact(0, 5), score_diff=None, score_diff_low=None,
                score_diff_high=None)
     assert plots.paired_difference_figure([few], 5).axes[0].get_xlim() == (-105, 105)
+
+
+def test_a_figure_never_rounds_a_share_to_0_or_100_percent_it_does_not_reach():
+    # The oracle won 19,999 of 20,000 deals: its point's label said 100.0%.
+    assert plots._percent(100 * 19_999 / 20_000) == "99.9950%" and plots._percent(100.0) == "100.0%"
+    assert plots._percent(0.05) == "0.050%" and plots._percent(11.5) == "11.5%" and plots._percent(3.333) == "3.33%"

@@ -17,7 +17,7 @@ import math
 import textwrap
 from pathlib import Path
 
-from sim.analysis.tables import count
+from sim.analysis.tables import count, pct_text
 
 DPI = 110
 CAPTION_CHAR_PX = 7.3
@@ -105,9 +105,11 @@ def run_caption(reports) -> str:
 
 
 def _percent(x: float) -> str:
+    """A percentage on a figure: 3 significant digits, or more near 0 and 100% (`pct_text`: 99.995% of
+    games won is not 100.0%)."""
     if math.isnan(x):
         return "-"
-    return f"{x:.1f}%" if abs(x) >= 10 or x == 0 else f"{x:.2f}%"
+    return pct_text(x / 100, 1 if abs(x) >= 10 or x == 0 else 2)
 
 
 def score_distribution_figure(reports, labels=None, overlay: bool = False, caption: str | None = None):
