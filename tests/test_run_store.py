@@ -966,6 +966,36 @@ def test_resuming_a_complete_run_plays_nothing_and_changes_nothing(tmp_path):
     assert run_files(out) == before
 
 
+def test_a_complete_run_in_a_folder_that_may_not_be_written_is_confirmed_not_refused(tmp_path, monkeypatch):
+    # A read-only copy (or another user's folder): the writer's lock cannot be opened, so nobody writes it
+    # through this path; asking again for its complete run reads it, and anything that would write is refused.
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
+    before = run_files(out)
+    real_open = os.open
+
+    def read_only(path, flags, *args):
+        if str(path).endswith(runner.LOCK):
+            raise OSError(30, "Read-only file system", str(path))  # EROFS
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", read_only)
+    summary = sim.resume(out, workers=1)
+    assert summary.games == 500 and "it was only read" in summary.note
+    again = sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)
+    assert again.games == 500 and "nothing was played" in again.note
+    for config, force in ((sim.RunConfig(n=600), False), (sim.RunConfig(n=500), True)):
+        with pytest.raises(runner.RunError, match="cannot open the writer's lock .*Read-only file system"):
+            sim.run(config, out=out, workers=1, chunk_size=100, force=force)
+    assert run_files(out) == before
+    monkeypatch.setattr(os, "open", real_open)
+    m = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps({**m, "status": "incomplete"}))
+    monkeypatch.setattr(os, "open", read_only)
+    with pytest.raises(runner.RunError, match="cannot open the writer's lock"):  # an unfinished run stays so
+        sim.resume(out, workers=1)
+
+
 def test_a_manifest_with_a_field_edited_to_nonsense_is_a_one_line_error(tmp_path):
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=500), out=out, workers=1, chunk_size=100)

@@ -12,6 +12,7 @@ exact.
 """
 
 import contextlib
+import errno
 import fcntl
 import functools
 import json
@@ -539,6 +540,12 @@ def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> d
 # --- the writer's lock ----------------------------------------------------------------------------
 
 
+class LockDenied(RunError):
+    """The writer's lock cannot be opened because the run's folder may not be written (a read-only file
+    system, another user's folder): nobody can be writing it through this path, and a complete run there
+    can still be read."""
+
+
 @contextlib.contextmanager
 def writer_lock(run_dir: Path):
     """Hold the run directory's exclusive lock while writing it; RunError naming the holder otherwise.
@@ -558,7 +565,8 @@ def writer_lock(run_dir: Path):
         fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
         remove_folders(made)
-        raise RunError(f"cannot open the writer's lock {run_dir / LOCK}: {e.strerror or e}") from None
+        kind = LockDenied if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM) else RunError
+        raise kind(f"cannot open the writer's lock {run_dir / LOCK}: {e.strerror or e}") from None
     try:
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -983,6 +991,19 @@ def _complete_already(job: Job, config, run_dir: Path):
                                  f"(the figures below are that run's).")
 
 
+def _complete_as_recorded(job: Job, run_dir: Path, check=None):
+    """`_complete_already` for the settings the run's own manifest recorded (None when it is not a complete run
+    of them); reads only."""
+    m = read_manifest(run_dir)
+    try:
+        config = job.from_manifest(m)
+    except (KeyError, TypeError, ValueError):
+        return None
+    if check is not None:
+        check(config, m)
+    return _complete_already(job, config, run_dir)
+
+
 def start(job: Job, config, *, out: str | Path | None = None, force: bool = False, workers: int | None = None,
           chunk_size: int | None = None, executor: str = "local", scheduler: str | None = None,
           progress: bool = False, command: str | None = None, notify=None):
@@ -1011,7 +1032,14 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
     had_lock = (run_dir / LOCK).exists()
     resume_hint = f"Finish with: {resume_command(job, config, run_dir)}"
     _reach(chosen)
-    with writer_lock(run_dir):
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(writer_lock(run_dir))
+        except LockDenied:  # a folder this process may not write: asking again for its complete run is fine
+            done = None if force else _complete_already(job, config, run_dir)
+            if done is None:
+                raise
+            return done
         _settle_aside(run_dir)
         if not force:
             done = _complete_already(job, config, run_dir)
@@ -1091,7 +1119,15 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
     """
     run_dir = Path(run_dir)
     _whole_numbers(workers=workers)
-    with writer_lock(run_dir):
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(writer_lock(run_dir))
+        except LockDenied as denied:  # a folder this process may not write: a complete run there is confirmed
+            done = _complete_as_recorded(job, run_dir, check)
+            if done is None:
+                raise denied from None
+            return replace(done, note=f"{run_dir} is complete: nothing was played (the figures below are that "
+                                      f"run's; its folder may not be written, so it was only read).")
         _settle_aside(run_dir)
         m = read_manifest(run_dir)
         try:
