@@ -368,3 +368,14 @@ def test_a_figure_never_rounds_a_share_to_0_or_100_percent_it_does_not_reach():
     # The oracle won 19,999 of 20,000 deals: its point's label said 100.0%.
     assert plots._percent(100 * 19_999 / 20_000) == "99.9950%" and plots._percent(100.0) == "100.0%"
     assert plots._percent(0.05) == "0.050%" and plots._percent(11.5) == "11.5%" and plots._percent(3.333) == "3.33%"
+
+
+def test_cards_played_has_whole_cards_and_no_scale_without_games(tmp_path):
+    run = sim.run(sim.RunConfig(policy="greedy", n=1, seed=0), workers=1, out=tmp_path / "one").path
+    (report,) = load_reports([run])
+    assert report.wins == 0  # game 0 of seed 0 is lost: the won panel has nothing to draw
+    fig = plots.cards_played_figure([report])
+    fig.canvas.draw()
+    won, lost = fig.axes
+    assert list(won.get_yticks()) == []
+    assert all(float(t).is_integer() for t in lost.get_xticks()), lost.get_xticks()

@@ -194,11 +194,16 @@ def cards_played_figure(reports, labels=None, caption: str | None = None):
                         color=_colour(i), label=f"{label} ({total:,} {what})")
             else:
                 ax.plot([], [], marker="o", markersize=3, color=_colour(i), label=f"{label} (no {what} games)")
-    for ax, what in zip(axes, ("won", "lost")):
+    from matplotlib.ticker import MaxNLocator
+
+    for ax, what, span in zip(axes, ("won", "lost"), spans):
         ax.set_title(f"Cards played: {what} games")
         ax.set_xlabel("cards played")
         ax.set_ylabel(f"% of {what} games")
         ax.set_ylim(bottom=0)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # a count of cards: no half cards
+        if not span:  # nothing to draw: no invented scale
+            ax.set_yticks([])
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small", loc="best")
     _caption(fig, run_caption(reports) if caption is None else caption)
