@@ -662,6 +662,30 @@ def test_a_force_killed_after_the_new_manifest_leaves_the_new_run_only_once_it_h
         assert summary.games == 300 and games_of(out).equals(reference_rows(tmp_path, n=300, seed=9))
 
 
+def test_a_killed_force_of_the_other_kind_is_resumed_as_the_run_that_comes_back(tmp_path, monkeypatch):
+    # A game run, replaced by a solve run (--force) killed before its first part: the game run comes back, so
+    # resuming the folder resumes a game run (it was taken for a solve run: a polars traceback).
+    from sim.jobs.resume import resume
+
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=300), out=out, workers=1, chunk_size=100)
+    before = run_files(out)
+    real_execute = runner._execute
+
+    def die(*args, **kwargs):
+        raise _Killed
+
+    monkeypatch.setattr(runner, "_execute", die)
+    with pytest.raises(_Killed):
+        sim.solve_run(sim.SolveConfig(n=4, node_limit=100), out=out, workers=1, force=True)
+    monkeypatch.setattr(runner, "_execute", real_execute)
+    assert json.loads((out / "manifest.json").read_text())["kind"] == "solve"
+    summary = resume(out, workers=1)
+    assert summary.games == 300 and "nothing was played" in summary.note and run_files(out) == before
+    with pytest.raises(runner.UsageError, match="holds a run of games, not a solve run; finish it with sim run --resume"):
+        runner.resume(sim.jobs.solve.SOLVE, out, workers=1)
+
+
 def test_force_leaves_what_it_does_not_own_in_the_folder_it_sets_runs_aside_in(tmp_path):
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=500), out=out, workers=1)

@@ -14,9 +14,7 @@ JOBS = {job.kind: job for job in (PLAY, SOLVE)}
 
 def job_of(run_dir: str | Path) -> runner.Job:
     """The job a run directory holds, from its manifest; UsageError when there is none or it is unknown."""
-    where = Path(run_dir)
-    if not (where / runner.MANIFEST).exists() and (where / runner.ASIDE / runner.MANIFEST).exists():
-        where = where / runner.ASIDE  # a --force stopped outright while setting it aside: the resume puts it back
+    where = runner.standing_manifest(Path(run_dir))  # a --force killed outright: the run the resume keeps
     kind = read_manifest(where).get("kind", "run")
     if kind not in JOBS:
         raise UsageError(f"{run_dir}: unknown job kind {kind!r} in the manifest")

@@ -951,6 +951,21 @@ def _drop_aside(run_dir: Path) -> None:
         aside.rmdir()
 
 
+def _new_run_stands(run_dir: Path) -> bool:
+    """After a --force killed outright: does the new run stand (its manifest written, and a part of it on
+    disk), rather than the run set aside?"""
+    return (run_dir / MANIFEST).exists() and any(TMP_MARK not in p.name for p in _own_parts(run_dir / GAMES))
+
+
+def standing_manifest(run_dir: Path) -> Path:
+    """The folder whose manifest the next writer keeps: the run set aside when a --force killed outright
+    will give it back (`_settle_aside`), else `run_dir` itself."""
+    run_dir = Path(run_dir)
+    if (run_dir / ASIDE / MANIFEST).exists() and not _new_run_stands(run_dir):
+        return run_dir / ASIDE
+    return run_dir
+
+
 def _settle_aside(run_dir: Path) -> None:
     """After a --force that was killed outright: a replacement that never wrote a part gives the run back.
 
@@ -962,8 +977,7 @@ def _settle_aside(run_dir: Path) -> None:
     if not (run_dir / ASIDE).is_dir():
         return
     try:
-        new_parts = any(TMP_MARK not in path.name for path in _own_parts(run_dir / GAMES))
-        if (run_dir / MANIFEST).exists() and new_parts:
+        if _new_run_stands(run_dir):
             _drop_aside(run_dir)
         else:
             _put_back(run_dir)
@@ -1130,6 +1144,11 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
                                       f"run's; its folder may not be written, so it was only read).")
         _settle_aside(run_dir)
         m = read_manifest(run_dir)
+        if m.get("kind", "run") != job.kind:  # a killed --force's old run of the other kind came back, say
+            names = {"run": "run of games", "solve": "solve run"}
+            other = "sim solve --resume" if m.get("kind") == "solve" else "sim run --resume"
+            raise UsageError(f"{run_dir} holds a {names.get(m.get('kind', 'run'), 'run')}, not a "
+                             f"{names.get(job.kind, 'run')}; finish it with {other}")
         try:
             config = job.from_manifest(m)
         except (KeyError, TypeError, ValueError) as e:
