@@ -203,7 +203,7 @@ def parse_deck(text: str) -> list[int]:
                 fail("--deck: a JSON deck is a list of 40 whole numbers (ranks 1..10)")
         else:
             words = text.replace(",", " ").split()
-            bad = next((w for w in words if not w.isdigit()), None)
+            bad = next((w for w in words if not w.isdecimal()), None)
             if bad is not None:
                 fail(f"--deck: {bad!r} is not a rank: a deck is 40 ranks 1..10 separated by spaces or commas, "
                      "or the JSON list `sim deal --json` prints")
@@ -625,14 +625,30 @@ def report(
     with library_errors(verbose):
         reports = load_reports(runs)
         comparison, unpaired = None, ""
-        if len(runs) > 1:  # runs on the same deals are compared game by game, in the text as on the page
+        pages_asked = png is not None or html is not None
+        # Runs on the same deals are compared game by game, in the text as on the page: a join of their games,
+        # which the text leaves to `sim compare` for large runs (the report itself reads only group counts).
+        if len(runs) > 1 and (pages_asked or sum(r.games for r in reports) <= PAIRS_IN_TEXT_UP_TO):
             from sim.analysis.compare import compare_if_pairable
 
             comparison, unpaired = compare_if_pairable(runs)
         text = render(reports, fmt, width=_terminal_width(), comparison=comparison)
+        if len(runs) > 1 and comparison is None and not unpaired and fmt == "text":
+            text += (f"\nThe runs' pairs are left out above {PAIRS_IN_TEXT_UP_TO:,} games in all (a join of every "
+                     f"game): sim compare {_shell_words(runs)} prints them.\n")
     write_outputs(png, html, lambda: plots.report_figures(reports, comparison),
                   lambda figures: pages.report_page(reports, figures, command_line(), comparison, unpaired), quiet)
     typer.echo(text, nl=False)
+
+
+def _shell_words(paths) -> str:
+    import shlex
+
+    return shlex.join(map(str, paths))
+
+
+PAIRS_IN_TEXT_UP_TO = 5_000_000
+"""`sim report`'s text pairs runs game by game up to this many games in all (its pages always do)."""
 
 
 @app.command()

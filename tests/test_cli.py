@@ -1,6 +1,7 @@
 """The command line through Typer's CliRunner: output, help, exit codes."""
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -312,3 +313,22 @@ def test_ls_does_not_read_a_run_a_newer_version_wrote(tmp_path):
     assert r.exit_code == 0 and r.stdout.splitlines()[2].split()[6] == "unreadable", r.stdout
     assert "written by a newer foursquare-sim (format 99)" in " ".join(r.stdout.split())
     assert "%" not in r.stdout  # no win rate read from rows this version cannot vouch for
+
+
+def test_asking_who_writes_a_run_never_drops_this_process_lock(tmp_path):
+    # Closing any descriptor of the lock file drops this process's lock on it: the question must not open it.
+    import subprocess
+    import sys
+
+    from sim.analysis.datasets import list_runs
+    from sim.jobs import runner
+
+    sim.run(sim.RunConfig(n=20), out=tmp_path / "r", workers=1)
+    take = ("import sys; from sim.jobs import runner\ntry:\n    with runner.writer_lock(sys.argv[1]): print('took')\n"
+            "except runner.RunError as e: print('refused')")
+    with runner.writer_lock(tmp_path / "r"):
+        assert runner.writer_pid(tmp_path / "r") == os.getpid()
+        list_runs(tmp_path)
+        other = subprocess.run([sys.executable, "-c", take, str(tmp_path / "r")], capture_output=True, text=True)
+        assert other.stdout.strip() == "refused", other.stdout + other.stderr
+    assert runner.writer_pid(tmp_path / "r") is None

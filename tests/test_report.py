@@ -100,6 +100,14 @@ def test_the_text_of_several_runs_on_the_same_deals_carries_their_paired_compari
     assert "comparison" not in json.loads(cli.invoke(app, ["report", str(runs[0]), "-f", "json"]).stdout)
 
 
+def test_the_text_leaves_the_pairs_of_large_runs_to_sim_compare(runs, monkeypatch):
+    import sim.cli
+
+    monkeypatch.setattr(sim.cli, "PAIRS_IN_TEXT_UP_TO", 2 * N - 1)  # the two runs hold 2 * N games
+    text = cli.invoke(app, ["report", str(runs[0]), str(runs[1])]).stdout
+    assert "Pairs" not in text and f"sim compare {runs[0]} {runs[1]} prints them" in " ".join(text.split())
+
+
 def assert_real_png(data: bytes, min_size=(400, 250)):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
     img = Image.open(io.BytesIO(data))

@@ -731,6 +731,42 @@ def test_compare_plays_again_the_damaged_part_of_a_run_it_would_reuse(tmp_path, 
     assert games_of(out).equals(want)
 
 
+def test_runs_written_by_older_versions_stay_readable(tmp_path):
+    # A manifest from before parts had digests (no part_info at all) is read by each part's own metadata and
+    # game range; a listed part whose solver options name fewer than the manifest's (an older version's, filled
+    # in with their defaults by a resume) agrees on the ones it names.
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=300), out=out, workers=1, chunk_size=100)
+    m = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps({k: v for k, v in m.items() if k != "part_info"}))
+    assert cli.invoke(app, ["report", str(out)]).exit_code == 0 and sim.load(out).collect().height == 300
+    part = tmp_path / "part.parquet"
+    pl.DataFrame({"game": [0]}).write_parquet(part, metadata={"foursquare_sim.solve": '{"node_limit": 100}'})
+    solve = {"kind": "solve", "seed": 0, "n": 1, "rules": {}, "solve": {"node_limit": 100, "split_after": 0}}
+    assert runner._metadata_problem(part, 0, solve) is None
+    assert "found" not in str(runner._metadata_problem(part, 0, {**solve, "solve": {"node_limit": 5}}))
+    assert "node_limit" in runner._metadata_problem(part, 0, {**solve, "solve": {"node_limit": 5}})
+    assert runner._metadata_problem(part, 0, solve, found=True)  # a part a resume would adopt names everything
+
+
+def test_compare_finishes_a_short_manifest_and_refuses_an_edited_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = ["compare", "--policy", "greedy", "--policy", "random", "-n", "3000", "-w", "1"]
+    assert cli.invoke(app, args).exit_code == 0
+    out = tmp_path / "results" / "greedy-seed0-n3000"
+    want, path = games_of(out), out / "manifest.json"
+    m = json.loads(path.read_text())
+    short = {**m, "parts": {k: v for k, v in m["parts"].items() if k != "part-00001.parquet"}}
+    path.write_text(json.dumps(short))  # says complete, lists one part fewer than it has
+    r = cli.invoke(app, args)
+    assert r.exit_code == 0 and "finishing results/greedy-seed0-n3000 (its manifest lists" in r.stderr, r.output
+    assert games_of(out).equals(want)
+    m = json.loads(path.read_text())
+    path.write_text(json.dumps({**m, "record_deals": True}))  # edited: its parts have no deck column
+    line = one_line_error(cli.invoke(app, [*args, "--record-deals"]), 2)
+    assert "already holds another run" in line and "--force" in line and "record deals false" in line, line
+
+
 def test_a_part_of_the_same_games_from_another_run_or_with_one_byte_changed_is_never_read(tmp_path):
     # Both hold exactly part 2's games, so only the digest the manifest recorded tells them from the real part.
     want, out, other = greedy_and_random_runs(tmp_path)
@@ -1116,3 +1152,11 @@ def test_workers_are_capped_at_the_number_of_chunks(tmp_path):
     sim.run(sim.RunConfig(n=100), out=out, workers=8, chunk_size=50)
     m = json.loads((out / "manifest.json").read_text())
     assert m["sessions"][-1]["workers"] == 2
+
+
+def test_a_plugin_module_that_cannot_be_parsed_is_left_to_its_import(tmp_path):
+    from sim.players.plugins import local_imports
+
+    (tmp_path / "deep.py").write_text("X = " + "+".join(["1"] * 200_000) + "\n")  # ast.parse: RecursionError
+    (tmp_path / "plug.py").write_text("from . import deep\nfrom .......... import far\nimport deep\n")
+    assert local_imports(tmp_path / "plug.py", tmp_path) == [tmp_path / "deep.py"]

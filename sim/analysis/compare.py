@@ -573,8 +573,6 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
     wrong = [f"{k} {m.get(k)!r} (wanted {v!r})" for k, v in want.items() if m.get(k) != v]
     if config.record_deals and not m.get("record_deals"):
         wrong.append("it has no deck column (wanted --record-deals)")
-    if complete and sum(m.get("parts", {}).values()) != config.n:
-        wrong.append("its parts do not hold n games")
     if not complete and m.get("record_deals", False) != config.record_deals:
         wrong.append(f"record_deals {m.get('record_deals', False)!r} (wanted {config.record_deals!r})")
     if wrong:
@@ -585,9 +583,14 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
     if changed:
         return "files", f"{changed[0]} is not the file its games were played with"
     try:
-        runner.run_parts(run_dir, m)
+        parts = runner.run_parts(run_dir, m)
+    except runner.PartSettingsError as e:  # its manifest or a part was changed: resume refuses it as well
+        return "other", str(e).split("; ")[0]
     except RunError as e:  # this run, with a damaged or missing part: resume plays that part again
         return "incomplete", f"{str(e).split('; ')[0]}; playing it again, as {finish_command(run_dir)} does"
+    if complete and len(parts) < runner.chunk_count(int(m["n"]), int(m["chunk_size"])):
+        return "incomplete", (f"its manifest lists {len(parts)} of its parts; finishing it, as "
+                              f"{finish_command(run_dir)} does")
     if not complete:
         return "incomplete", f"it was interrupted; playing its missing parts, as {finish_command(run_dir)} does"
     return None

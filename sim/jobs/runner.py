@@ -454,9 +454,19 @@ def _metadata_problem(path: Path, k: int, m: dict, found: bool = False) -> str |
         got = meta.get(f"foursquare_sim.{key}")
         if got is None and found:
             return f"{path} does not say its {key.replace('_', ' ')}, so it cannot be known to be this run's"
-        if got is not None and got != want:
+        if got is not None and got != want and not (key == "solve" and not found and _older_options(got, want)):
             return f"{path} was written with {key.replace('_', ' ')} {got}, but the manifest says {want}"
     return None
+
+
+def _older_options(got: str, want: str) -> bool:
+    """Do a listed part's solver options (JSON) agree with the manifest's on every option the part names? An
+    older version wrote fewer (a resume fills the others in with their defaults, which it played)."""
+    try:
+        old, new = json.loads(got), json.loads(want)
+    except ValueError:
+        return False
+    return isinstance(old, dict) and isinstance(new, dict) and all(new.get(k) == v for k, v in old.items())
 
 
 def run_parts(run_dir: str | Path, m: dict | None = None) -> list[Path]:
@@ -483,14 +493,14 @@ def run_parts(run_dir: str | Path, m: dict | None = None) -> list[Path]:
         if k is None or not path.is_file():
             raise RunError(f"{path}: listed in the manifest but missing; finish the run with --resume")
         digest = (recorded.get(name) or {}).get("sha256")
-        if digest is None:  # an edited manifest (or one from before parts had digests): resume plays it again
+        if digest is None and recorded:  # an edited manifest: resume plays the part again
             problem = f"{path}: the manifest records no SHA-256 for it, so it cannot be checked"
-        elif file_sha256(path) != digest:
+        elif digest is not None and file_sha256(path) != digest:
             problem = f"{path} is not the part this run wrote (its SHA-256 differs from the manifest's)"
         else:
             settings = _metadata_problem(path, k, m)
             if settings:  # the manifest was edited, or the part copied from another run: resume refuses it too
-                raise RunError(f"{settings}; neither can be trusted, so play the run again with --force")
+                raise PartSettingsError(f"{settings}; neither can be trusted, so play the run again with --force")
             problem = _part_problem(path, k, n, chunk_size)
         if problem:
             raise RunError(f"{problem}; resume the run to play it again")
@@ -538,6 +548,11 @@ def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> d
 
 
 # --- the writer's lock ----------------------------------------------------------------------------
+
+
+class PartSettingsError(RunError):
+    """A part the manifest lists was written with other settings than the manifest's: one of the two was
+    changed after the run wrote them, so a resume refuses the run too."""
 
 
 class LockDenied(RunError):
@@ -591,27 +606,24 @@ def writer_lock(run_dir: Path):
 def writer_pid(run_dir: Path) -> int | None:
     """The pid of the process writing the run now (holding `writer_lock`), None when none is.
 
-    Asks the kernel who holds the lock (F_GETLK) without taking it, so that
-    a writer starting at that moment is never refused because of the
-    question. Linux only (struct flock's layout); None elsewhere.
+    Read from the kernel's table of locks (/proc/locks, by the lock file's
+    device and inode): the lock file is never opened, because closing any
+    descriptor of it would drop a lock this very process holds on it, and
+    the lock is never tried, so that a writer starting at that moment is
+    never refused because of the question. Linux only; None elsewhere.
     """
-    import struct
-
-    if not sys.platform.startswith("linux"):
-        return None
     try:
-        fd = os.open(Path(run_dir) / LOCK, os.O_RDONLY)
+        st = os.stat(Path(run_dir) / LOCK)
+        table = Path("/proc/locks").read_text()
     except OSError:
         return None
-    try:
-        layout = "hhqqi4x"  # l_type, l_whence, l_start, l_len (0: to the end), l_pid
-        got = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack(layout, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
-        kind, _, _, _, pid = struct.unpack(layout, got)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return None if kind == fcntl.F_UNLCK else pid
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in table.splitlines():
+        fields = line.split()
+        # "1: POSIX  ADVISORY  WRITE 8638 00:3d:1234 0 EOF" (a waiting lock's line has "->" before POSIX)
+        if "->" not in fields and len(fields) >= 6 and fields[1] == "POSIX" and fields[5] == where:
+            return int(fields[4])
+    return None
 
 
 # --- running ------------------------------------------------------------------------------------

@@ -212,13 +212,15 @@ def local_imports(source: Path, root: Path, within: Path | None = None) -> list[
         path = todo.pop()
         try:
             tree = ast.parse(path.read_bytes(), str(path))
-        except (OSError, SyntaxError, ValueError):
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):  # its import will say what is wrong
             continue
         names = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names += [(root, alias.name) for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
+                if node.level > len(path.parents):  # above the file system's root: no module to follow
+                    continue
                 base = root if node.level == 0 else path.parents[node.level - 1]
                 module = node.module or ""
                 if module:
