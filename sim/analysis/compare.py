@@ -315,8 +315,8 @@ class Comparison:
             (p.a, p.b, fmt_int(p.games), fmt_int(p.wins_a), fmt_int(p.wins_b), fmt_int(p.both), fmt_int(p.a_only),
              fmt_int(p.b_only), _signed_pp(p.diff, d), _signed_ci(p.diff_low, p.diff_high, d), fmt_p(p.p_value),
              _signed(p.score_diff), _signed_range(p.score_diff_low, p.score_diff_high)) for p in self.pairs),
-            align="ll", note=("pA - pB: win-rate difference in percentage points (pp), with the Bonett-Price paired 95% "
-                              "interval. "
+            align="ll", note=("pA - pB: win-rate difference in percentage points (pp), with the Bonett-Price "
+                              "paired 95% interval. "
                               "McNemar p: exact two-sided test on the games only one of them won (A only vs B only). "
                               "score A - B: mean over the games both won (a lost game has no score), "
                               "with a 95% interval (Student's t)."))
@@ -588,8 +588,9 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
         return "other", str(e).split("; ")[0]
     except RunError as e:  # this run, with a damaged or missing part: resume plays that part again
         return "incomplete", f"{str(e).split('; ')[0]}; playing it again, as {finish_command(run_dir)} does"
-    if complete and len(parts) < runner.chunk_count(int(m["n"]), int(m["chunk_size"])):
-        return "incomplete", (f"its manifest lists {len(parts)} of its parts; finishing it, as "
+    if complete and len(parts) < runner.chunk_count(int(m["n"]), int(m["chunk_size"])):  # resume lists the rest
+        chunks = runner.chunk_count(int(m["n"]), int(m["chunk_size"]))
+        return "incomplete", (f"its manifest lists {len(parts)} of its {chunks} parts; finishing it, as "
                               f"{finish_command(run_dir)} does")
     if not complete:
         return "incomplete", f"it was interrupted; playing its missing parts, as {finish_command(run_dir)} does"

@@ -185,8 +185,8 @@ def _checked_listing(run_dir: Path, m: dict) -> RunListing:
     status, problem, done, rate, rate_high = m.get("status", "unknown"), None, 0, None, None
     version = m.get("format_version", 0)
     if isinstance(version, int) and version > FORMAT_VERSION:  # this version cannot know what its fields mean
-        return replace(_damaged(run_dir, f"{MANIFEST} was written by a newer foursquare-sim (format {version})",
-                                "unreadable"), kind=str(kind), started=m.get("started") if _is_iso(m.get("started")) else None)
+        newer = _damaged(run_dir, f"{MANIFEST} was written by a newer foursquare-sim (format {version})", "unreadable")
+        return replace(newer, kind=str(kind), started=m.get("started") if _is_iso(m.get("started")) else None)
     try:
         problem = manifest_problem(m)
         if problem:

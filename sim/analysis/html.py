@@ -179,7 +179,8 @@ def pair_html(p, n: int) -> str:
         "</table>",
         f"<p>pA - pB = <b>{_pp(p.diff, d)}</b> (95% paired CI {_pp(p.diff_low, d)} .. "
         f"{_pp(p.diff_high, d)}): {verdict}</p>",
-        f"<p>McNemar's exact p {escape(p_is(p.p_value)[:2])}<b>{escape(p_is(p.p_value)[2:])}</b> on the {count(p.a_only + p.b_only, 'game')} "
+        f"<p>McNemar's exact p {escape(p_is(p.p_value)[:2])}<b>{escape(p_is(p.p_value)[2:])}</b> on the "
+        f"{count(p.a_only + p.b_only, 'game')} "
         "only one of them won</p>",
     ]
     if p.score_diff is None:

@@ -100,7 +100,8 @@ def _rules_words(rules: dict) -> str:
 
 def run_caption(reports) -> str:
     """What runs a figure shows: each run's directory with its policy, games, seed and rules."""
-    parts = [f"{r.name} ({r.policy}, {count(r.games, 'game')}, seed {r.seed}, {_rules_words(r.rules)})" for r in reports]
+    parts = [f"{r.name} ({r.policy}, {count(r.games, 'game')}, seed {r.seed}, {_rules_words(r.rules)})"
+             for r in reports]
     return ("run: " if len(parts) == 1 else "runs: ") + "; ".join(parts)
 
 
@@ -355,7 +356,8 @@ def paired_difference_figure(pairs, n: int, caption: str = ""):
                          xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 8),
                          ha="center", fontsize="x-small", bbox=LABEL_BOX, zorder=3)
         else:
-            ax2.annotate(f"{count(p.both, 'game')} both won: no interval", (0.5, row), xycoords=("axes fraction", "data"),
+            ax2.annotate(f"{count(p.both, 'game')} both won: no interval", (0.5, row),
+                         xycoords=("axes fraction", "data"),
                          ha="center", va="center", fontsize="x-small", color="#555", bbox=LABEL_BOX, zorder=3)
     from matplotlib.ticker import MaxNLocator
 

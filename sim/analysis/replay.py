@@ -92,7 +92,8 @@ LEGEND = "legend: 7 face-up top card, [7] face-down top card, 7* the card just p
 
 def format_replay(r: Replay) -> str:
     """The replay as `sim replay` prints it: each turn's card, cell, checks and table, then the end."""
-    lines = [f"deck: {' '.join(map(str, r.deck))}", f"policy: {policy_text(r)}   rules: {rules_text(r.rules.as_dict())}", LEGEND, ""]
+    lines = [f"deck: {' '.join(map(str, r.deck))}",
+             f"policy: {policy_text(r)}   rules: {rules_text(r.rules.as_dict())}", LEGEND, ""]
     for t in r.turns:
         checks = [name for name, fired in (("row", t.row_fired), ("column", t.col_fired)) if fired]
         if len(checks) == 2:

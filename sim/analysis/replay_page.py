@@ -67,7 +67,8 @@ def game_data(r: Replay) -> dict:
         })
     final_face_down = board.face_down_count
     return {
-        "policy": r.policy, "policyArgs": r.policy_args, "label": policy_text(r), "end": r.end, "score": r.score, "won": r.end == "win",
+        "policy": r.policy, "policyArgs": r.policy_args, "label": policy_text(r),
+        "end": r.end, "score": r.score, "won": r.end == "win",
         "cardsPlayed": len(r.turns), "endText": end_text(r, final_face_down),
         "window": _window(list(board.occupied), r.rules.grid), "turns": turns,
     }
