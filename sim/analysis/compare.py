@@ -588,9 +588,9 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
         return "other", str(e).split("; ")[0]
     except RunError as e:  # this run, with a damaged or missing part: resume plays that part again
         return "incomplete", f"{str(e).split('; ')[0]}; playing it again, as {finish_command(run_dir)} does"
-    if complete and len(parts) < runner.chunk_count(int(m["n"]), int(m["chunk_size"])):  # resume lists the rest
-        chunks = runner.chunk_count(int(m["n"]), int(m["chunk_size"]))
-        return "incomplete", (f"its manifest lists {len(parts)} of its {chunks} parts; finishing it, as "
+    short = runner.short_listing(m, parts)
+    if short:  # resume lists the rest
+        return "incomplete", (f"its manifest lists {short[0]} of its {short[1]} parts; finishing it, as "
                               f"{finish_command(run_dir)} does")
     if not complete:
         return "incomplete", f"it was interrupted; playing its missing parts, as {finish_command(run_dir)} does"

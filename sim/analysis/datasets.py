@@ -20,8 +20,8 @@ from sim.analysis.tables import Table, fmt_int, fmt_pct, pct_digits, rules_text
 from sim.engine.results import games_table
 from sim.engine.rules import Rules
 from sim.jobs.runner import (
-    FORMAT, FORMAT_VERSION, MANIFEST, RunError, UsageError, chunk_count, is_manifest, manifest_problem, read_manifest,
-    run_parts, writer_pid,
+    FORMAT, FORMAT_VERSION, MANIFEST, RunError, UsageError, is_manifest, manifest_problem, read_manifest, run_parts,
+    short_listing, writer_pid,
 )
 from sim.jobs.solve import solve_frame
 
@@ -201,13 +201,14 @@ def _checked_listing(run_dir: Path, m: dict) -> RunListing:
             row = pl.scan_parquet(parts).select(pl.len(), pl.col("won").sum()).collect().row(0)
             done = int(row[0])
             rate = int(row[1] or 0) / done if done else None
-        chunks = chunk_count(int(m["n"]), int(m["chunk_size"]))
-        if status == "complete" and len(parts) < chunks:
+        short = short_listing(m, parts)
+        if short:
             status = "incomplete"
-            problem = (f"the manifest says complete but lists {len(parts)} of its {chunks} parts; "
+            problem = (f"the manifest says complete but lists {short[0]} of its {short[1]} parts; "
                        f"resume the run to finish it")
     except OSError as e:
-        status, problem = ("unreadable" if _unreadable(e) else "damaged"), f"{e.filename or run_dir}: {e.strerror or e}"
+        status = "unreadable" if _unreadable(e) else "damaged"
+        problem = f"{e.filename or run_dir}: {e.strerror or e}"
     except (RunError, pl.exceptions.PolarsError) as e:
         status, problem = "damaged", str(e)
     started = m.get("started")

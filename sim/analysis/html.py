@@ -160,6 +160,7 @@ def pair_html(p, n: int) -> str:
     from sim.analysis.compare import p_is
 
     d = pct_digits(n)
+    relation, value = p_is(p.p_value).split(" ", 1)  # "=" or "<", then the value in bold
     neither = p.games - p.both - p.a_only - p.b_only
     # In bold when a side is ahead (black in the paired-difference figure): not green or red, which are
     # runs' colours in the other figures, and the better run is no alarm.
@@ -179,7 +180,7 @@ def pair_html(p, n: int) -> str:
         "</table>",
         f"<p>pA - pB = <b>{_pp(p.diff, d)}</b> (95% paired CI {_pp(p.diff_low, d)} .. "
         f"{_pp(p.diff_high, d)}): {verdict}</p>",
-        f"<p>McNemar's exact p {escape(p_is(p.p_value)[:2])}<b>{escape(p_is(p.p_value)[2:])}</b> on the "
+        f"<p>McNemar's exact p {escape(relation)} <b>{escape(value)}</b> on the "
         f"{count(p.a_only + p.b_only, 'game')} "
         "only one of them won</p>",
     ]

@@ -414,19 +414,15 @@ def stray_files(run_dir: Path, chunks: int | None = None) -> list[str]:
                   if TMP_MARK not in e.name and (_chunk_of(e.name) is None or _chunk_of(e.name) >= limit))
 
 
-def _deal_source(deals, deals_sha256, seed, algorithm: str = K.DEAL_ALGORITHM) -> str:
-    """Where a run's decks come from, as its parts' metadata says it: a deal file and its digest, or the
-    seed and the algorithm that deals from it."""
-    return f"file {deals} sha256 {deals_sha256}" if deals is not None else f"{algorithm} seed {seed}"
-
-
 def _expected_metadata(m: dict) -> dict[str, str]:
-    """The metadata `part_metadata` gives the parts of the run this manifest describes."""
+    """What the parts of the run these manifest fields describe say of themselves (`part_metadata`): its
+    settings, and where its decks come from (a deal file and its digest, or the seed and the algorithm that
+    deals from it)."""
+    deals = (f"file {m.get('deals')} sha256 {m.get('deals_sha256')}" if m.get("deals") is not None
+             else f"{m.get('deal_algorithm') or K.DEAL_ALGORITHM} seed {m.get('seed')}")
     expected = {"kind": m.get("kind", "run"), "policy": str(m.get("policy")),
                 "policy_args": json.dumps(m.get("policy_args") or {}), "seed": str(m.get("seed")),
-                "n": str(m.get("n")), "rules": json.dumps(m.get("rules")),
-                "deal_source": _deal_source(m.get("deals"), m.get("deals_sha256"), m.get("seed"),
-                                            m.get("deal_algorithm") or K.DEAL_ALGORITHM),
+                "n": str(m.get("n")), "rules": json.dumps(m.get("rules")), "deal_source": deals,
                 "record_deals": json.dumps(bool(m.get("record_deals")))}
     if m.get("kind") == "solve":
         expected["solve"] = json.dumps(m.get("solve"))
@@ -505,10 +501,18 @@ def run_parts(run_dir: str | Path, m: dict | None = None) -> list[Path]:
         if problem:
             raise RunError(f"{problem}; resume the run to play it again")
         paths.append(path)
-    if m.get("status") == "complete" and len(paths) < chunk_count(n, chunk_size):
+    short = short_listing(m, paths)
+    if short:
         log.warning("%s: the manifest says complete but lists %d of its %d parts: only their games are read; "
-                    "resume the run to finish it", run_dir, len(paths), chunk_count(n, chunk_size))
+                    "resume the run to finish it", run_dir, *short)
     return paths
+
+
+def short_listing(m: dict, parts) -> tuple[int, int] | None:
+    """(parts listed, parts of the run) when a manifest says complete but lists fewer `parts` than its run
+    has (a resume lists the rest, each verified); None otherwise."""
+    chunks = chunk_count(int(m["n"]), int(m["chunk_size"]))
+    return (len(parts), chunks) if m.get("status") == "complete" and len(parts) < chunks else None
 
 
 def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> dict[str, dict]:
@@ -669,23 +673,10 @@ def interrupt_on_sigterm():
 
 
 def part_metadata(job: Job, config, run_dir: Path) -> dict[str, str]:
-    """Key-value metadata of every part, so that a part found on its own says what it is."""
-    settings = job.settings(config)
-    deals = _deal_source(config.deals, config.deals_sha256, config.seed)
-    about = {
-        "run": Path(run_dir).resolve().name,
-        "kind": job.kind,
-        "policy": settings.get("policy"),
-        "policy_args": json.dumps(settings.get("policy_args") or {}),
-        "seed": str(config.seed),
-        "n": str(config.n),
-        "rules": json.dumps(config.rules.as_dict()),
-        "deal_source": deals,
-        "record_deals": json.dumps(bool(getattr(config, "record_deals", False))),
-        "version": __version__,
-    }
-    if "solve" in settings:
-        about["solve"] = json.dumps(settings["solve"])
+    """Key-value metadata of every part, so that a part found on its own says what it is: the settings its
+    manifest records (`_expected_metadata`, which checks them), its run's folder and this version."""
+    about = {"run": Path(run_dir).resolve().name, **_expected_metadata({"kind": job.kind, **job.settings(config)}),
+             "version": __version__}
     return {f"foursquare_sim.{key}": str(value) for key, value in about.items()}
 
 
@@ -1008,8 +999,8 @@ def _complete_already(job: Job, config, run_dir: Path):
     if any(m.get(k) != v for k, v in settings.items()) or changed_files(m.get("files")):
         return None
     try:
-        if len(run_parts(run_dir, m)) != chunk_count(int(m["n"]), int(m["chunk_size"])):
-            return None  # a manifest that says complete but lists fewer parts: resume finishes it
+        if short_listing(m, run_parts(run_dir, m)):
+            return None  # resume finishes it
     except RunError:
         return None
     summary = job.summarize(run_dir, float(m.get("seconds") or 0.0), sum((m.get("parts") or {}).values()), "complete")

@@ -135,10 +135,16 @@ def _load_target(target: str):
         raise ValueError(f"policy {target!r}: {where} has no attribute {attr!r}") from None
 
 
+def _target(policy: str) -> str | None:
+    """The module:attr (or file.py:attr) a policy name stands for: itself, or an entry point's; None for a
+    built-in or a name that is no plugin."""
+    return policy if ":" in policy else entry_point_policies().get(policy)
+
+
 def plugin_source(policy: str) -> Path | None:
     """The source file of the plugin `policy` names (file.py:attr, module:attr or an entry point), without
     loading it; None for a built-in or a name that is no plugin."""
-    target = policy if ":" in policy else entry_point_policies().get(policy)
+    target = _target(policy)
     return None if target is None else _source_file(target)
 
 
@@ -147,7 +153,7 @@ def keep_recorded(policy: str, digest: str) -> bool:
     module is that code already (kept, whatever the file holds now), or is loaded from the file again when
     the file holds it. False when neither: the file changed, and this process never loaded the recorded
     code (a worker of a Dask cluster that played another version before, or joined the run late)."""
-    target = policy if ":" in policy else entry_point_policies().get(policy)
+    target = _target(policy)
     source = None if target is None else _source_file(target)
     if source is None:
         return False
@@ -194,7 +200,7 @@ def _module_file(root: Path, dotted: str) -> Path | None:
     return None
 
 
-def local_imports(source: Path, root: Path, within: Path | None = None) -> list[Path]:
+def local_imports(source: Path, root: Path, within: Path | None = None, module: str = "") -> list[Path]:
     """The modules under `root` that the plugin file `source` imports, and those they import in turn.
 
     Read from the source (nothing is imported): ``import a.b``, ``from a
@@ -202,40 +208,44 @@ def local_imports(source: Path, root: Path, within: Path | None = None) -> list[
     folder the plugin's top-level module is in), and inside `within` when
     given (an installed plugin's own package, not the other packages
     installed beside it); what lives elsewhere (the standard library,
-    installed packages) is left to their versions. A run
-    records these files' digests with the plugin's own, so that editing a
-    helper module between an interruption and its resume is caught.
+    installed packages) is left to their versions. `module`: the plugin's
+    own dotted name, whose packages importing it runs first. A run records
+    these files' digests with the plugin's own, so that editing a helper
+    module between an interruption and its resume is caught.
     """
     found, todo = [], [source.resolve()]
     seen = {source.resolve()}
+
+    def follow(base: Path, dotted: str) -> None:
+        parts = dotted.split(".")
+        for k in range(1, len(parts) + 1):  # import a.b.c runs a/__init__.py and a/b/__init__.py too
+            file = _module_file(base, ".".join(parts[:k]))
+            if file is not None and file not in seen and (within is None or within in file.parents):
+                seen.add(file)
+                found.append(file)
+                todo.append(file)
+
+    if module:
+        follow(root, module)
     while todo and len(found) < MAX_LOCAL_IMPORTS:
         path = todo.pop()
         try:
             tree = ast.parse(path.read_bytes(), str(path))
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):  # its import will say what is wrong
             continue
-        names = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                names += [(root, alias.name) for alias in node.names]
+                for alias in node.names:
+                    follow(root, alias.name)
             elif isinstance(node, ast.ImportFrom):
                 if node.level > len(path.parents):  # above the file system's root: no module to follow
                     continue
                 base = root if node.level == 0 else path.parents[node.level - 1]
-                module = node.module or ""
-                if module:
-                    names.append((base, module))
-                names += [(base, f"{module}.{alias.name}" if module else alias.name) for alias in node.names]
-        for base, dotted in names:
-            parts = dotted.split(".")
-            for k in range(1, len(parts) + 1):  # import a.b.c runs a/__init__.py and a/b/__init__.py too
-                file = _module_file(base, ".".join(parts[:k]))
-                if file is not None and within is not None and within not in file.parents:
-                    continue
-                if file is not None and file not in seen:
-                    seen.add(file)
-                    found.append(file)
-                    todo.append(file)
+                prefix = node.module or ""
+                if prefix:
+                    follow(base, prefix)
+                for alias in node.names:
+                    follow(base, f"{prefix}.{alias.name}" if prefix else alias.name)
     return sorted(found)
 
 
@@ -266,17 +276,13 @@ def pinned(name: str, args: dict[str, str]) -> tuple[str, dict[str, str], list[P
     where, sep, attr = name.rpartition(":")
     if sep and where.endswith(".py") and Path(where).is_file():
         name = f"{Path(where).resolve()}:{attr}"
-    target = name if sep else entry_point_policies().get(name)
+    target = _target(name)
     if target is not None:
         source = _source_file(target)
         if source is not None:
-            files.append(source)
-            root, within = _plugin_root(target, source)
             module = target.rpartition(":")[0]
-            if not module.endswith(".py"):  # importing a.b.c runs a/__init__.py and a/b/__init__.py first
-                parts = module.split(".")
-                files += [f for k in range(1, len(parts)) if (f := _module_file(root, ".".join(parts[:k])))]
-            files += [f for f in local_imports(source, root, within) if f not in files]
+            files += [source, *local_imports(source, *_plugin_root(target, source),
+                                             module="" if module.endswith(".py") else module)]
     pinned_args = {}
     for key, value in args.items():
         if value not in ("", ".") and Path(value).is_file():
