@@ -298,6 +298,31 @@ def test_a_plugin_file_edited_between_runs_in_one_process_plays_its_new_code(tmp
     assert not a.equals(b) and b.equals(c)
 
 
+HELPED = "import helper\n\ndef choose(position, card):\n    return helper.pick(position.legal_cells())\n"
+"""A plugin file whose choice is made by the module `helper` beside it."""
+FIRST = "def pick(cells):\n    return cells[0]\n"
+MIDDLE = "def pick(cells):\n    return cells[len(cells) // 2]\n"
+
+
+def test_a_module_a_plugin_imports_edited_between_runs_in_one_process_plays_its_new_code(tmp_path):
+    # The same for a module beside the plugin, which it imports as a script would (its folder is not on the
+    # path otherwise): the run records its digest, so it must play the code that digest names.
+    plugin = tmp_path / "helped.py"
+    plugin.write_text(HELPED)
+    (tmp_path / "helper.py").write_text(FIRST)
+    sim.run(sim.RunConfig(policy=f"{plugin}:choose", n=30), workers=1, out=tmp_path / "a")
+    (tmp_path / "helper.py").write_text(MIDDLE)
+    sim.run(sim.RunConfig(policy=f"{plugin}:choose", n=30), workers=1, out=tmp_path / "b")
+    (tmp_path / "elsewhere").mkdir()
+    code = f"import sim; sim.run(sim.RunConfig(policy={str(plugin) + ':choose'!r}, n=30), workers=1, out='c')"
+    fresh = subprocess.run([sys.executable, "-c", code], cwd=tmp_path / "elsewhere", capture_output=True, text=True,
+                           timeout=300)
+    assert fresh.returncode == 0, fresh.stderr
+    a, b, c = (pl.read_parquet(d / "games" / "*.parquet").sort("game")
+               for d in (tmp_path / "a", tmp_path / "b", tmp_path / "elsewhere" / "c"))
+    assert not a.equals(b) and b.equals(c)
+
+
 def test_a_plugin_file_edited_while_a_run_goes_on_does_not_change_its_rows(tmp_path):
     # Workers keep the code the run started with (whose digest it records); here the plugin rewrites its own
     # file during game 3, to play the last legal cell instead of the first.
@@ -373,3 +398,33 @@ def test_a_long_lived_worker_plays_the_code_each_run_recorded_or_refuses(tmp_pat
         weights.write_text(json.dumps({"weights": [-1.0] * 7}))
         with pytest.raises(RunError, match=f"{weights} has changed since the run started"):
             worker.apply(play_chunk, (weighted,))
+
+
+def test_a_long_lived_worker_plays_the_modules_a_plugin_imports_as_each_run_recorded(tmp_path):
+    # The same for a module the plugin imports: the worker loads the plugin again with it, or refuses.
+    import multiprocessing
+
+    from sim.jobs.play import PLAY, play_chunk, settled
+    from sim.jobs.runner import RunError
+
+    plugin = tmp_path / "helped_worker.py"
+    plugin.write_text(HELPED)
+    helper = tmp_path / "helper.py"
+
+    def task():
+        config = settled(sim.RunConfig(policy=f"{plugin}:choose", n=8))
+        assert str(helper) in dict(config.files)
+        return {"chunk": 0, "start": 0, "stop": 8, "decks": None, **PLAY.payload(config)}
+
+    def games(cols):
+        return cols["cards_played"].tolist(), cols["end"].tolist()
+
+    with multiprocessing.get_context("fork").Pool(1) as worker:
+        helper.write_text(FIRST)
+        old_task = task()
+        old = games(worker.apply(play_chunk, (old_task,)))
+        helper.write_text(MIDDLE)
+        new = games(worker.apply(play_chunk, (task(),)))
+        assert new != old and new == games(play_chunk(task()))  # as this process plays it
+        with pytest.raises(RunError, match=f"{helper} has changed since the run started"):
+            worker.apply(play_chunk, (old_task,))

@@ -145,28 +145,38 @@ def default_out(config: RunConfig) -> Path:
 
 def _check_recorded(policy: str, policy_args, files: dict[str, str]) -> None:
     """Play a chunk only with the files the run recorded (RunError otherwise): a plugin's code as its recorded
-    source (`keep_recorded`: a worker that loaded it keeps it, even if the file is edited during the run),
-    and a file a policy argument names (a weights file) as it is on disk now. A Dask worker lives on from run
-    to run, so without this it could play code an earlier run loaded, or a file edited halfway through. The
-    package's own data (planner's shipped values) is the worker's installation's, which on another machine
-    may live at another path: a resume checks it, in the main process."""
+    source and own modules (`keep_recorded`: a worker that loaded them keeps them, even if a file is edited
+    during the run), and a file a policy argument names (a weights file) as it is on disk now. A Dask worker
+    lives on from run to run, so without this it could play code an earlier run loaded, or a file edited
+    halfway through. The package's own data (planner's shipped values) is the worker's installation's, which
+    on another machine may live at another path: a resume checks it, in the main process."""
     if not files:
         return
-    source = None if policy in BUILTIN else plugin_source(policy)  # a built-in's files are all arguments or data
     named = {value for _, value in policy_args}
     for path, digest in files.items():
-        if source is not None and path == str(source):
-            ok = keep_recorded(policy, digest)
-        elif path in named:
+        if path in named:
             try:
                 ok = runner.file_sha256(Path(path)) == digest
             except OSError:
                 ok = False
-        else:
-            continue
-        if not ok:
-            raise RunError(f"{path} has changed since the run started (or is gone): its games would mix two "
-                           f"versions; put the file back as it was to finish the run")
+            if not ok:
+                _changed(path)
+    source = None if policy in BUILTIN else plugin_source(policy)  # a built-in's other files are its data
+    code = {path: digest for path, digest in files.items() if path not in named}
+    if source is None or str(source) not in code or keep_recorded(policy, code):
+        return
+    for path, digest in sorted(code.items(), key=lambda item: item[0] != str(source)):  # the source first
+        try:
+            if runner.file_sha256(Path(path)) != digest:
+                _changed(path)
+        except OSError:
+            _changed(path)
+    _changed(str(source))
+
+
+def _changed(path: str):
+    raise RunError(f"{path} has changed since the run started (or is gone): its games would mix two "
+                   f"versions; put the file back as it was to finish the run")
 
 
 def play_chunk(task: dict) -> dict:

@@ -21,7 +21,9 @@ import importlib
 import importlib.util
 import multiprocessing
 import random
+import site
 import sys
+import sysconfig
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -74,7 +76,9 @@ class PolicySpec:
 
 
 SHA = "__foursquare_sha256__"
-"""A plugin module's attribute: the SHA-256 of the source it was loaded from."""
+"""A plugin module's attribute (and each of its own modules'): the SHA-256 of the source it was loaded from."""
+OWN = "__foursquare_own__"
+"""A plugin module's attribute: its own modules as ((file, name in sys.modules), ...), itself first (see `_own`)."""
 
 
 def _module_name(path: Path) -> str:
@@ -88,18 +92,28 @@ def _digest(path: Path) -> str:
 
 
 def _exec_file(target: str, path: Path, digest: str):
-    """Load the module of file.py:attr from `path` (whose SHA-256 is `digest`), in place of any loaded before."""
+    """Load the module of file.py:attr from `path` (whose SHA-256 is `digest`), in place of any loaded before.
+
+    It imports the modules beside it as a script would: its folder comes first on the import path while it
+    is imported, and stays on it after the installed packages (for imports made when it is called).
+    """
+    folder = str(path.parent)
     name = _module_name(path)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     setattr(module, SHA, digest)
     sys.modules[name] = module
+    sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
     except Exception as e:
         del sys.modules[name]
         raise ValueError(f"policy {target!r}: importing {target.rpartition(':')[0]} failed: "
                          f"{type(e).__name__}: {e}") from None
+    finally:
+        sys.path.remove(folder)
+        if folder not in sys.path:
+            sys.path.append(folder)
     return module
 
 
@@ -111,24 +125,17 @@ def _load_target(target: str):
         path = Path(where).resolve()
         if not path.is_file():
             raise ValueError(f"policy {target!r}: no file {where}")
-        # Loaded again when the file changed since (a notebook editing its plugin between runs): a run
-        # records the file's digest, so it must play the code that digest names. Only the main process
-        # does: a worker keeps the module it has, which `keep_recorded` makes the one the run recorded,
-        # even if the file is edited while the run goes on.
-        digest = _digest(path)
         module = sys.modules.get(_module_name(path))
-        stale = module is not None and getattr(module, SHA, None) != digest
-        if module is None or (stale and multiprocessing.parent_process() is None):
-            module = _exec_file(target, path, digest)
     else:
-        try:
-            module = importlib.import_module(where)
-        except ImportError as e:
-            raise ValueError(f"policy {target!r}: cannot import {where}: {e}") from None
-        if not hasattr(module, SHA):  # first imported here: the digest of the source it came from
-            source = _source_file(target)
-            if source is not None:
-                setattr(module, SHA, _digest(source))
+        module = sys.modules.get(where)
+        path = _source_file(target) if module is not None else None
+    # Loaded again, with its own modules, when one of their files changed since (a notebook editing its
+    # plugin or a module it imports between runs): a run records the files' digests, so it must play the
+    # code they name. Only the main process does: a worker keeps the modules it has, which `keep_recorded`
+    # makes the ones the run recorded, even if a file is edited while the run goes on.
+    if module is None or (path is not None and multiprocessing.parent_process() is None
+                          and not _is_current(module)):
+        module = _import_fresh(target)
     try:
         return getattr(module, attr)
     except AttributeError:
@@ -148,31 +155,139 @@ def plugin_source(policy: str) -> Path | None:
     return None if target is None else _source_file(target)
 
 
-def keep_recorded(policy: str, digest: str) -> bool:
-    """Whether this process plays the plugin code whose source a run recorded with SHA-256 `digest`: its
-    module is that code already (kept, whatever the file holds now), or is loaded from the file again when
-    the file holds it. False when neither: the file changed, and this process never loaded the recorded
-    code (a worker of a Dask cluster that played another version before, or joined the run late)."""
+def _dotted(root: Path, file: Path) -> str | None:
+    """The name module `file` has when imported from the folder `root` (the inverse of `_module_file`)."""
+    try:
+        parts = file.relative_to(root).with_suffix("").parts
+    except ValueError:
+        return None
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts) or None
+
+
+def _own(target: str, source: Path, files) -> list[tuple[Path, str]]:
+    """(file, name in sys.modules) of a plugin's module, then of those of `files` that are its own modules."""
+    where = target.rpartition(":")[0]
+    root = _plugin_root(target, source)[0]
+    own = [(source, _module_name(source) if where.endswith(".py") else where)]
+    for file in files:
+        name = _dotted(root, file)
+        if file != source and name is not None:
+            own.append((file, name))
+    return own
+
+
+def _loaded(name: str, file: Path):
+    """The module `name` if it is loaded from `file`, else None (not loaded, or another file's)."""
+    module = sys.modules.get(name)
+    where = getattr(module, "__file__", None)
+    try:
+        return module if where and Path(where).resolve() == file else None
+    except OSError:
+        return None
+
+
+def _installed(file: Path) -> bool:
+    """Whether `file` is part of the Python installation (the standard library or an installed package). A plugin
+    loaded again leaves those modules in place: other code holds them, and they change only with an install."""
+    paths = sysconfig.get_paths()
+    folders = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    folders.update(site.getsitepackages() + [site.getusersitepackages()])
+    return any(Path(folder).resolve() in file.parents for folder in folders)
+
+
+def _import_fresh(target: str):
+    """A plugin's module imported again from its file, with its own modules (`local_imports`) but those of the
+    Python installation: each stamped with the digest of the file it came from, and the plugin's module with
+    the list of them (`OWN`)."""
+    where = target.rpartition(":")[0]
+    source = _source_file(target)
+    if source is None:  # not found: the import says why
+        try:
+            return importlib.import_module(where)
+        except ImportError as e:
+            raise ValueError(f"policy {target!r}: cannot import {where}: {e}") from None
+    root, within = _plugin_root(target, source)
+    own = _own(target, source, local_imports(source, root, within, "" if where.endswith(".py") else where))
+    digests = {}
+    for file, name in own:
+        try:
+            digests[file] = _digest(file)
+        except OSError:
+            digests[file] = None
+        # Out of the way, unless the installation's: this file's module, or another file's of the same name (a
+        # module beside another plugin), which the import would take instead.
+        held = getattr(sys.modules.get(name), "__file__", None)
+        if held and not _installed(Path(held).resolve()):
+            del sys.modules[name]
+    importlib.invalidate_caches()
+    if where.endswith(".py"):
+        module = _exec_file(target, source, digests[source])
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as e:
+            raise ValueError(f"policy {target!r}: cannot import {where}: {e}") from None
+        setattr(module, SHA, digests[source])
+    for file, name in own[1:]:
+        loaded = _loaded(name, file)
+        if loaded is not None:
+            setattr(loaded, SHA, digests[file])
+    setattr(module, OWN, tuple((str(file), name) for file, name in own))
+    return module
+
+
+def _is_current(module) -> bool:
+    """Whether a plugin's module and its own modules loaded so far hold the code their files hold now. A module
+    it imports only when called, and has not yet, will be imported from its file."""
+    own = getattr(module, OWN, None)
+    if own is None:  # imported before, not by this module: nothing says which code it holds
+        return False
+    for i, (file, name) in enumerate(own):
+        loaded = _loaded(name, Path(file))
+        if loaded is None and i > 0:
+            continue
+        try:
+            if loaded is None or getattr(loaded, SHA, None) != _digest(Path(file)):
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def keep_recorded(policy: str, recorded: dict[str, str]) -> bool:
+    """Whether this process plays the plugin code whose files a run recorded (`recorded`: path -> SHA-256 of the
+    plugin's source and of its own modules): its modules are that code already (kept, whatever the files hold
+    now), or are loaded from the files again when the files hold it. False when neither: a file changed, and
+    this process never loaded the recorded code (a worker of a Dask cluster that played another version
+    before, or joined the run late)."""
     target = _target(policy)
     source = None if target is None else _source_file(target)
-    if source is None:
+    if source is None or str(source) not in recorded:
         return False
-    where = target.rpartition(":")[0]
-    module = sys.modules.get(_module_name(source) if where.endswith(".py") else where)
-    if module is not None and getattr(module, SHA, None) == digest:
+    own = _own(target, source, [Path(path) for path in recorded])
+
+    def kept() -> bool:
+        for i, (file, name) in enumerate(own):
+            loaded = _loaded(name, file)
+            if loaded is None and i > 0:  # imported only when called: from its file, which must hold it
+                try:
+                    if _digest(file) != recorded[str(file)]:
+                        return False
+                except OSError:
+                    return False
+            elif loaded is None or getattr(loaded, SHA, None) != recorded[str(file)]:
+                return False
+        return True
+
+    if kept():
         return True
     try:
-        now = _digest(source)
+        if any(_digest(file) != recorded[str(file)] for file, _ in own):
+            return False
     except OSError:
         return False
-    if now != digest:
-        return False
-    if where.endswith(".py"):
-        _exec_file(target, source, now)
-    else:
-        module = importlib.reload(module) if module is not None else importlib.import_module(where)
-        setattr(module, SHA, now)
-    return True
+    _import_fresh(target)
+    return kept()
 
 
 def _source_file(target: str) -> Path | None:
