@@ -394,3 +394,31 @@ def test_an_interrupted_run_takes_its_split_deal_up_from_the_checkpoint(tmp_path
                       first_win=False, node_limit=LIMIT, horizon=40, use_tt=True, use_sym=True, started=0.0,
                       deadline=None)
     assert real_load(tmp_path / "run", payload, 0, plan) is None
+
+
+def test_a_split_solve_compiles_nothing_after_the_run_s_warm_up():
+    # A run compiles (or loads) what it will use before its workers start, so that no deal's `seconds` pays for
+    # it; a split compiles `split_children` and two turn kernels on first use. In a fresh process, since this
+    # one may have compiled them already.
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from numba.core.registry import CPUDispatcher
+import sim
+from sim.jobs.solve import _warm
+
+def compiled():
+    return {f"{name}.{k}": len(v.overloads) for name, m in list(sys.modules.items()) if name.startswith("sim")
+            for k, v in list(vars(m).items()) if isinstance(v, CPUDispatcher)}
+
+_warm(sim.SolveConfig(n=3, node_limit=1000, split_after=5), False)
+before = compiled()
+assert sim.solve(sim.deal(0, 83), node_limit=1000, split_after=5).nodes > 5  # split
+after = compiled()
+print(sorted(k for k, v in after.items() if v != before.get(k)))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"

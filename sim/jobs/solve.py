@@ -43,13 +43,14 @@ from sim.engine.rules import Rules
 from sim.jobs import runner
 from sim.jobs.files import write_atomic
 from sim.jobs.runner import Job, UsageError, read_manifest
-from sim.players.api import to_compile, warm_up
+from sim.players.api import in_cache, to_compile, warm_up
 from sim.players.oracle import warm_up_solver
 from sim.jobs.pool import WAIT
 from sim.solver.solver import (
     MAX_COUNT, OUTCOMES, SAT_CONFLICTS, SPLIT_AFTER, RoundResults, default_split_after, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
     too_large,
 )
+from sim.solver.search import split_children
 from sim.stats import wilson
 
 log = logging.getLogger("sim.solve")
@@ -532,13 +533,21 @@ class SolveConfig:
 
 
 
+def _splits(config: SolveConfig) -> bool:
+    """Whether a deal of this run may go on as a split solve (more nodes allowed than the split threshold)."""
+    split = config.split_threshold()
+    return split > 0 and (config.node_limit is None or config.node_limit > split)
+
+
 def _warm(config: SolveConfig, from_file: bool) -> None:
     warm_up("greedy", seeded=not from_file, decks=from_file)
-    warm_up_solver()
+    warm_up_solver(_splits(config))
 
 
 def _to_compile(config: SolveConfig, from_file: bool) -> str | None:
     what = to_compile("oracle", seeded=not from_file, decks=from_file)  # the solver and greedy's game
+    if what is None and _splits(config) and not in_cache(split_children):
+        what = "split"
     return None if what is None else "the solver (first run only)"
 
 

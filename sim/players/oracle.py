@@ -69,9 +69,10 @@ def oracle_rows(decks: np.ndarray, rules: Rules, nodes: int, cols: dict) -> None
         cols["end"][i] = g.end
 
 
-def warm_up_solver() -> None:
-    """Compile (or load from numba's cache) the solver, with a small table, before workers start."""
-    warm_up()
+def warm_up_solver(splits: bool = False) -> None:
+    """Compile (or load from numba's cache) the solver, with a small table, before workers start; with `splits`,
+    what a split solve adds."""
+    warm_up(splits)
     deck = np.array(deal(0, 0), np.uint8)
     play_line(deck.astype(np.int64), np.full(K.DECK_SIZE, K.CENTRE, np.int64), 1, Rules().as_array(),
               np.empty(K.STATE_SIZE, np.int64), np.zeros(K.DECK_SIZE, np.int64))

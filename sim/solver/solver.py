@@ -401,10 +401,23 @@ def shared_solver() -> Solver:
     return _SOLVER
 
 
-def warm_up() -> None:
+def warm_up(splits: bool = False) -> None:
     """Compile (or load from numba's cache) the search, with a small table, so that no deal's `seconds` or
-    `time_limit` pays for it."""
+    `time_limit` pays for it; with `splits`, what a split solve adds (`split_children`)."""
     Solver(tt_bits=8).solve(np.array(deal(0, 0), np.uint8), Rules(), node_limit=2_000)
+    if splits:
+        _warm_up_splits()
+
+
+def _warm_up_splits() -> None:
+    """What a split solve compiles on first use (`split_children`, and the turn kernels `search_subtree` calls
+    from Python) compiled or loaded, on a first position: microseconds once they are."""
+    r = Rules().as_array()
+    split_children(np.array(deal(0, 0), np.int64), r, np.empty(0, np.int64), K.DECK_SIZE, True,
+                   np.empty(K.CELLS, np.int64), np.empty((K.CELLS, KEY_WORDS), np.uint64))
+    state = np.zeros((1, K.STATE_SIZE), np.int64)[0]  # a row of a table of states, as search_subtree's
+    K.draw(state, 1)
+    K.place(state, r, K.CENTRE, 1)
 
 
 def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit: int | None = None,
@@ -458,6 +471,8 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
         if value is not None and value > MAX_COUNT:
             raise ValueError(too_large(name, value))
     split = (default_split_after(time_limit) if split_after is None else int(split_after)) or None
+    if split is not None and (node_limit is None or node_limit > split):
+        _warm_up_splits()  # before the deal's clock starts: a split compiles `split_children` on first use
     return solve_split(shared_solver(), cards, rules, first_win=bool(first_win),
                        sat_conflicts=int(sat_conflicts or 0),
                        node_limit=None if node_limit is None else int(node_limit), time_limit=time_limit,
