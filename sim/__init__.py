@@ -32,6 +32,7 @@ _EXPORTS = {
     "SolveConfig": "sim.jobs.solve", "SolveSummary": "sim.jobs.solve", "solve_run": "sim.jobs.solve",
     "resume": "sim.jobs.resume",
     "load": "sim.analysis.datasets",
+    "UsageError": "sim.errors", "RunError": "sim.errors", "Interrupted": "sim.errors",
 }
 
 
@@ -59,4 +60,5 @@ __all__ = [
     "SolveResult", "solve",
     "RunConfig", "SolveConfig", "SolveSummary", "solve_run", "GameTrace", "trace",
     "load",
+    "UsageError", "RunError", "Interrupted",
 ]

@@ -181,6 +181,31 @@ def test_readme_duckdb_example_runs(tmp_path, monkeypatch):
                       "random-seed0-n1000000": 0.0}
 
 
+def test_readme_python_api_example_runs_as_written(tmp_path, monkeypatch):
+    # Every line of README's "Python API" block, with fewer games and smaller budgets (the same calls otherwise).
+    monkeypatch.chdir(tmp_path)
+    (block,) = _readme_blocks("sim.solve_run(")
+    smaller = (block.replace("1_000_000", "3_000").replace("100_000", "300").replace("range(1000)", "range(20)")
+               .replace("n=2000, time_limit=10", "n=3, node_limit=2000").replace("workers=2", "workers=1"))
+    assert smaller.count("\n") == block.count("\n") and smaller != block
+    names = {}
+    exec(smaller, names)
+    assert names["summary"].games == 3000 and names["games"].collect().height == 3000
+    assert names["frame"].height == 300 and len(names["cols"]) == 20
+    assert names["solved"].deals == 3 and names["result"].won == (names["result"].score is not None)
+    assert names["best"].outcome in ("won", "lost", "unresolved")
+
+
+def test_the_errors_readme_names_are_importable_from_sim(tmp_path):
+    import sim.errors
+
+    assert (sim.UsageError, sim.RunError, sim.Interrupted, sim.PolicyError) == (
+        sim.errors.UsageError, sim.errors.RunError, sim.errors.Interrupted, sim.errors.PolicyError)
+    with pytest.raises(sim.UsageError, match="is not a positive whole number"):
+        sim.run(sim.RunConfig(n="abc"), out=tmp_path / "x")
+    assert not (tmp_path / "x").exists()
+
+
 # --- solve runs ---------------------------------------------------------------------------------------
 
 
