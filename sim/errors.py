@@ -38,6 +38,13 @@ def magnitude(value) -> str:
         return f"a number of {len(str(int(value)))} digits"
 
 
+def whole(value):
+    """A float that is a whole number (1e6) as an int; anything else as it is, for the caller's check."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return value
+
+
 def parse_count(text: str, what: str = "n", zero: bool = False) -> int:
     """A positive whole number: 1000000, 1_000_000, 1e6 or 2.5e5; UsageError naming `what` otherwise.
 

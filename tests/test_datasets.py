@@ -2,6 +2,7 @@
 DuckDB examples; and solve runs: default directories per limit and mode, `sim compare` of solve runs."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -278,3 +279,68 @@ def test_library_warnings_are_not_printed_unless_logging_is_set_up(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout == "" and r.stderr.count("ignoring games/notes.txt") == 1, r.stderr  # after basicConfig only
+
+
+def test_misused_configs_are_usage_errors_before_anything_is_written(tmp_path):
+    for config, says in ((sim.RunConfig(rules={"max_pile": 3}), "must be a sim.Rules (e.g. sim.Rules(max_pile=3))"),
+                         (sim.RunConfig(n=100, record_deals="no"), "record_deals must be True or False, not 'no'"),
+                         (sim.SolveConfig(n=3, first_win="no"), "first_win must be True or False, not 'no'"),
+                         (sim.SolveConfig(n=3, time_limit=True), "time_limit must be a positive number"),
+                         (sim.SolveConfig(n=3, rules={"grid": 3}), "must be a sim.Rules")):
+        start = sim.run if isinstance(config, sim.RunConfig) else sim.solve_run
+        with pytest.raises(UsageError, match=re.escape(says)):
+            start(config, out=tmp_path / "x", workers=1)
+        assert not (tmp_path / "x").exists()
+    # A float that is a whole number is one (as "1e3" is on the command line).
+    assert sim.run(sim.RunConfig(n=1e3), out=tmp_path / "r", workers=1).games == 1000
+    solved = sim.solve_run(sim.SolveConfig(n=2.0, node_limit=1e3, split_after=0.0), out=tmp_path / "s", workers=1)
+    assert solved.deals == 2 and solved.options["node_limit"] == 1000 and solved.options["split_after"] == 0
+    for bad, says in ((5, "load takes a run directory or a list of them, not 5"),
+                      ([tmp_path / "r", str(tmp_path / "r") + "/."], "is given twice")):
+        with pytest.raises(UsageError, match=says):
+            sim.load(bad)
+
+
+def test_an_out_under_a_file_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("afile").write_text("")
+    for command in (("run", "-n", "10"), ("solve", "-n", "3", "--node-limit", "100")):
+        r = invoke(*command, "-w", "1", "-o", "afile/sub")
+        assert r.exit_code == 2 and r.stderr.startswith("Error: --out afile/sub: ") and "is not a directory" in r.stderr
+    assert Path("afile").read_text() == ""
+
+
+def test_solve_runs_that_differ_in_split_or_sat_options_are_told_apart(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name, extra in (("plain", {}), ("split", {"split_after": 5}), ("nosat", {"sat_conflicts": 0}), ("sat", {})):
+        sim.solve_run(sim.SolveConfig(n=2, node_limit=3_000_000 if "sat" in name else 1000, **extra),
+                      out=f"results/{name}", workers=1)
+    listed = {Path(r["path"]).name: r["policy"] for r in json.loads(invoke("ls", "-f", "json").stdout)["runs"]}
+    assert listed == {"plain": "solver (best score, node_limit 1000)",
+                      "split": "solver (best score, node_limit 1000, split_after 5)",
+                      "nosat": "solver (best score, node_limit 3000000, sat_conflicts 0)",
+                      "sat": "solver (best score, node_limit 3000000)"}
+    both = sim.load(["results/plain", "results/split", "results/nosat"]).collect()
+    options = both.group_by("run").agg(pl.col("split_after").first(), pl.col("sat_conflicts").first()).sort("run")
+    assert options.rows() == [("nosat", 8_000_000, 0), ("plain", 8_000_000, 1_000_000), ("split", 5, 1_000_000)]
+    # The summary names the SAT budget only where a question can be asked (past 2,000,000 nodes).
+    assert "sat conflicts" not in invoke("report", "results/plain").stdout
+    assert "node limit 3000000, sat conflicts 1000000" in invoke("report", "results/sat").stdout
+
+
+def test_report_of_a_solve_run_with_no_deal_done_and_of_a_run_being_written(tmp_path, monkeypatch):
+    from sim.jobs import runner
+
+    monkeypatch.chdir(tmp_path)
+    sim.solve_run(sim.SolveConfig(n=2, node_limit=100), out="s", workers=1)
+    manifest = json.loads(Path("s/manifest.json").read_text())
+    for part in Path("s/games").glob("*.parquet"):
+        part.unlink()
+    Path("s/manifest.json").write_text(json.dumps({**manifest, "status": "incomplete", "parts": {}, "part_info": {}}))
+    r = invoke("report", "s")
+    assert r.exit_code == 0, r.output
+    assert "winnable     n/a (no deal solved yet)" in r.stdout and "nan" not in r.stdout
+    assert "finish it with: sim solve --resume s" in r.stdout
+    with runner.writer_lock(Path("s")):
+        r = invoke("report", "s")
+    assert f"it is being written now (pid {os.getpid()})" in r.stdout and "finish it with" not in r.stdout

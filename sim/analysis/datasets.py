@@ -24,12 +24,13 @@ from sim.jobs.runner import (
     short_listing, writer_pid,
 )
 from sim.jobs.solve import solve_frame
+from sim.solver.solver import SAT_CONFLICTS, default_split_after
 
 __all__ = ["RunListing", "list_runs", "listing_table", "load"]
 
 log = logging.getLogger("sim.analysis")
 
-SOLVE_OPTIONS = ("first_win", "node_limit", "time_limit")
+SOLVE_OPTIONS = ("first_win", "node_limit", "time_limit", "split_after", "sat_conflicts")
 """A solve run's solver options, each a column when several solve runs are loaded together."""
 
 
@@ -65,7 +66,10 @@ def _settings(name: str, m: dict) -> list[pl.Expr]:
         opts = m.get("solve") or {}
         cols += [pl.lit(bool(opts.get("first_win")), pl.Boolean).alias("first_win"),
                  pl.lit(opts.get("node_limit"), pl.UInt64).alias("node_limit"),
-                 pl.lit(opts.get("time_limit"), pl.Float64).alias("time_limit")]
+                 pl.lit(opts.get("time_limit"), pl.Float64).alias("time_limit"),
+                 # Not recorded by the runs made before these options: they never split nor asked.
+                 pl.lit(int(opts.get("split_after") or 0), pl.UInt64).alias("split_after"),
+                 pl.lit(int(opts.get("sat_conflicts") or 0), pl.UInt64).alias("sat_conflicts")]
     else:
         cols += [pl.lit(str(m.get("policy")), pl.String).alias("policy"),
                  pl.lit(json.dumps(m.get("policy_args") or {}, sort_keys=True), pl.String).alias("policy_args")]
@@ -83,17 +87,26 @@ def load(run_or_runs) -> pl.LazyFrame:
     a `run` column (the directory's name, or its path when two names are the
     same) and the run's settings: `policy` and `policy_args` (JSON text),
     `seed`, and one column per rule option (`adjacency`, `max_pile`,
-    `max_face_down`, `grid`); solve runs get `first_win`, `node_limit` and
-    `time_limit` instead of the policy. Only verified parts are read.
-    Raises UsageError for a directory that is not a run or for a mix of
-    solve runs and runs of games, RunError for a damaged run.
+    `max_face_down`, `grid`); solve runs get the solver's options instead of
+    the policy (`first_win`, `node_limit`, `time_limit`, `split_after`,
+    `sat_conflicts`; 0: never). Only verified parts are read.
+    Raises UsageError for a directory that is not a run, one given twice or a
+    mix of solve runs and runs of games, RunError for a damaged run.
     """
     if isinstance(run_or_runs, (str, os.PathLike)):
         path = Path(run_or_runs)
         return _scan(path, read_manifest(path))
-    paths = [Path(p) for p in run_or_runs]
+    try:
+        paths = [Path(p) for p in run_or_runs]
+    except TypeError:
+        raise UsageError(f"load takes a run directory or a list of them, not {run_or_runs!r}") from None
     if not paths:
         raise UsageError("load needs at least one run directory")
+    seen = {}
+    for p in paths:
+        if p.resolve() in seen:  # its rows twice, under one name: a group_by("run") would count them twice
+            raise UsageError(f"{p} is given twice (as {seen[p.resolve()]} before)")
+        seen[p.resolve()] = p
     manifests = [read_manifest(p) for p in paths]
     kinds = {m.get("kind", "run") for m in manifests}
     if len(kinds) > 1:
@@ -158,6 +171,12 @@ def _solve_policy(m: dict) -> str:
     opts = m.get("solve") or {}
     limits = [f"{k} {opts[k]:g}" if isinstance(opts.get(k), float) else f"{k} {opts[k]}"
               for k in ("node_limit", "time_limit") if opts.get(k) is not None]
+    split = int(opts.get("split_after") or 0)
+    if split != default_split_after(opts.get("time_limit")):  # as the run's summary says it
+        limits.append(f"split_after {split}" if split else "never split")
+    sat = int(opts.get("sat_conflicts") or 0)
+    if sat != (0 if opts.get("first_win") else SAT_CONFLICTS):
+        limits.append(f"sat_conflicts {sat}")
     return "solver (" + ", ".join(["first win" if opts.get("first_win") else "best score", *limits]) + ")"
 
 

@@ -22,7 +22,7 @@ from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_di
 from sim.jobs.files import TMP_MARK
 from sim.jobs.play import END_ENUM
 from sim.jobs.resume import finish_command
-from sim.jobs.runner import GAMES, RunError, UsageError, read_manifest, run_parts
+from sim.jobs.runner import GAMES, RunError, UsageError, read_manifest, run_parts, writer_pid
 from sim.jobs.solve import SolveSummary, summarize_solve
 from sim.stats import mean_interval_from_counts, quantile_from_counts, wilson
 
@@ -173,8 +173,7 @@ def load_report(run_dir: str | Path) -> RunReport:
     warnings = []
     status = m.get("status", "unknown")
     if status != "complete":
-        warnings.append(f"run is {status}: {games:,} of {m.get('n', 0):,} games are done; "
-                        f"finish it with: {finish_command(run_dir)}")
+        warnings.append(f"run is {status}: {games:,} of {m.get('n', 0):,} games are done; {_to_finish(run_dir)}")
     elif games != m.get("n"):
         warnings.append(f"the manifest says {m.get('n'):,} games but the parts hold {games:,}")
     if games == 0:
@@ -352,6 +351,14 @@ def render(reports: list[RunReport], fmt: str = "text", width: int = 80, compari
 # --- solve runs -----------------------------------------------------------------------------
 
 
+def _to_finish(run_dir: Path) -> str:
+    """How an incomplete run gets finished: by the process writing it now, or by the command that resumes it."""
+    pid = writer_pid(run_dir)
+    if pid is not None:
+        return f"it is being written now (pid {pid})"
+    return f"finish it with: {finish_command(run_dir)}"
+
+
 def solve_report_text(r: SolveSummary) -> str:
     """The text `sim report` prints for a solve run."""
     m = read_manifest(r.path)
@@ -359,7 +366,7 @@ def solve_report_text(r: SolveSummary) -> str:
             f"deals   {m.get('deal_algorithm')} seed {m.get('seed')}   n {m.get('n', 0):,}   "
             f"rules {rules_text(m.get('rules', {}))}   status {r.status}"]
     if r.status != "complete":
-        head.append(f"WARNING: the run is {r.status}; finish it with: {finish_command(r.path)}")
+        head.append(f"WARNING: the run is {r.status}; {_to_finish(r.path)}")
     return "\n".join(head + [""] + r.lines()) + "\n"
 
 

@@ -36,7 +36,7 @@ from sim.jobs.deal_files import file_digest, load_deals
 from sim.jobs.executors import Executor, ExecutorError, check_reachable, make_executor
 from sim.jobs.files import TMP_MARK, make_folders, remove_folders, remove_temp_files, write_atomic, write_json_atomic
 from sim.jobs.pool import TaskFailed
-from sim.errors import Interrupted, PolicyError, RunError, UsageError, magnitude, parse_count
+from sim.errors import Interrupted, PolicyError, RunError, UsageError, magnitude, parse_count, whole
 from sim.version import __version__
 
 __all__ = ["Interrupted", "Job", "RunError", "UsageError", "parse_count", "read_manifest", "resume", "start"]
@@ -152,6 +152,10 @@ def checked_rows(config):
         config = replace(config, seed=check_seed(config.seed))  # a NumPy integer becomes an int (the manifest's JSON)
     except ValueError as e:
         raise UsageError(str(e), "seed") from None
+    for name in ("record_deals", "first_win"):  # a flag: "no" would be true
+        value = getattr(config, name, False)
+        if not isinstance(value, (bool, np.bool_)):
+            raise UsageError(f"{name} must be True or False, not {value!r}", name)
     decks = None
     n = config.n
     if config.deals is not None:
@@ -165,6 +169,7 @@ def checked_rows(config):
         raise UsageError("n is required (e.g. 1e6), unless deals gives the decks", "n")
     if isinstance(n, str):
         n = parse_count(n)
+    n = whole(n)
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n <= 0:
         raise UsageError(f"n {n!r} is not a positive whole number", "n")
     if n > MAX_GAME + 1:
@@ -1045,6 +1050,9 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
     run_dir = Path(out) if out is not None else job.default_out(config)
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"out {run_dir} exists and is not a directory", "out")
+    above = next((p for p in run_dir.absolute().parents if p.exists()), None)
+    if above is not None and not above.is_dir():  # nothing can be made under a file
+        raise UsageError(f"out {run_dir}: {above} is not a directory", "out")
     created = not run_dir.exists()
     had_lock = (run_dir / LOCK).exists()
     resume_hint = f"Finish with: {resume_command(job, config, run_dir)}"

@@ -31,7 +31,7 @@ import json
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +40,7 @@ import polars as pl
 from sim import kernels as K
 from sim.engine.cards import deal_range, validate_decks
 from sim.engine.rules import Rules
+from sim.errors import whole
 from sim.jobs import runner
 from sim.jobs.files import write_atomic
 from sim.jobs.runner import Job, UsageError, read_manifest
@@ -47,7 +48,7 @@ from sim.players.api import in_cache, to_compile, warm_up
 from sim.players.oracle import warm_up_solver
 from sim.jobs.pool import WAIT
 from sim.solver.solver import (
-    MAX_COUNT, OUTCOMES, SAT_CONFLICTS, SPLIT_AFTER, RoundResults, default_split_after, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
+    MAX_COUNT, OUTCOMES, SAT_AFTER, SAT_CONFLICTS, SPLIT_AFTER, RoundResults, default_split_after, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
     too_large,
 )
 from sim.solver.search import split_children
@@ -395,7 +396,8 @@ class SolveSummary:
     status: str
     """complete or incomplete."""
     options: dict
-    """The run's solver options (first_win, node_limit, time_limit)."""
+    """The run's solver options, as its manifest records them (first_win, node_limit, time_limit, split_after,
+    sat_conflicts)."""
     note: str = ""
     """A line said before the figures (e.g. that the run was complete already and nothing was solved)."""
 
@@ -404,8 +406,11 @@ class SolveSummary:
         d = self.deals or 1
         digits = max(2, len(str(self.deals)) - 3)  # enough to tell the interval's ends apart
         pct = lambda k: f"{k / d:.{digits}%}"  # noqa: E731
-        limits = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in self.options.items()
-                           if k not in ("first_win", "split_after") and v is not None) or "no limit"
+        asks = self.options.get("node_limit") is None or self.options["node_limit"] > SAT_AFTER  # see --sat-conflicts
+        limits = ", ".join(f"{k.replace('_', ' ')} {v:g}" if isinstance(v, float) else f"{k.replace('_', ' ')} {v}"
+                           for k, v in self.options.items()
+                           if k not in ("first_win", "split_after") and v is not None
+                           and (k != "sat_conflicts" or asks)) or "no limit"
         if self.options.get("split_after", SPLIT_AFTER) != default_split_after(self.options.get("time_limit")):
             limits += f"; split after {self.options['split_after'] or 'never'}"
         out = [
@@ -415,7 +420,7 @@ class SolveSummary:
             f"unresolved {self.unresolved:,} ({pct(self.unresolved)})",
             f"winnable     {pct(self.won)} .. {pct(self.won + self.unresolved)}   "
             f"(95% CI {pct(self.winnable_low * d)} .. {pct(self.winnable_high * d)}; "
-            f"unresolved counted as lost .. as won)",
+            f"unresolved counted as lost .. as won)" if self.deals else "winnable     n/a (no deal solved yet)",
         ]
         if self.won and self.options.get("first_win"):
             out.append(f"first win    mean score {self.mean_score:.3f} of the first win found (not the best score; "
@@ -617,7 +622,9 @@ def solve_run(config: SolveConfig, *, out: str | Path | None = None, force: bool
     if not isinstance(config, SolveConfig):
         raise TypeError(f"solve_run() takes a SolveConfig, not {type(config).__name__}")
     if not isinstance(config.rules, Rules):
-        raise TypeError(f"SolveConfig.rules must be a sim.Rules, not {type(config.rules).__name__}")
+        raise UsageError(f"SolveConfig.rules must be a sim.Rules (e.g. sim.Rules(max_pile=3)), "
+                         f"not {type(config.rules).__name__}", "rules")
+    config = replace(config, **{name: whole(getattr(config, name)) for name in ("node_limit", "sat_conflicts", "split_after")})
     for name in ("node_limit", "sat_conflicts"):
         value = getattr(config, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
@@ -631,7 +638,7 @@ def solve_run(config: SolveConfig, *, out: str | Path | None = None, force: bool
         if isinstance(value, (int, float, np.integer)) and value > MAX_COUNT:
             raise UsageError(too_large(name, value), name)
     t = config.time_limit
-    if t is not None and not (isinstance(t, (int, float)) and math.isfinite(t) and t > 0):
+    if t is not None and (isinstance(t, bool) or not (isinstance(t, (int, float)) and math.isfinite(t) and t > 0)):
         raise UsageError(f"time_limit must be a positive number of seconds, not {t!r}", "time_limit")
     return runner.start(SOLVE, config, out=out, force=force, workers=workers, chunk_size=chunk_size,
                         executor=executor, scheduler=scheduler, progress=progress, command=command, notify=notify)
