@@ -107,3 +107,24 @@ def missing_docstrings() -> list[str]:
 def test_public_definitions_have_docstrings():
     missing = missing_docstrings()
     assert not missing, f"{len(missing)} missing docstrings:\n" + "\n".join(missing)
+
+
+def test_help_lists_every_field_of_the_dataclasses_sim_exports():
+    # Python drops attribute docstrings; `sim.fielddocs.documented` puts them in the class's help.
+    import dataclasses
+    import inspect
+
+    import sim
+
+    checked = 0
+    for name in sim.__all__:
+        obj = getattr(sim, name)
+        if not (inspect.isclass(obj) and dataclasses.is_dataclass(obj)):
+            continue
+        doc = inspect.getdoc(obj)
+        assert "\nFields:\n" in doc, name
+        for f in dataclasses.fields(obj):
+            assert f"\n    {f.name}: " in doc, (name, f.name)
+        checked += 1
+    assert checked >= 10
+    assert "Number of games (with `deals`, None plays every deck of the file)." in inspect.getdoc(sim.RunConfig)

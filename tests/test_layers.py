@@ -10,7 +10,7 @@ sim/__init__.py's lazy table (a dict of strings, which is no import).
 Layers, lowest first; a module may import modules of its own layer or of
 earlier ones only:
 
-    base       sim.kernels, sim._cache, sim.version, sim.stats, sim.errors
+    base       sim.kernels, sim._cache, sim.version, sim.stats, sim.errors, sim.fielddocs
     policies   policies, policies.*
     engine     sim.engine.*
     solver     sim.solver.*
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("sim", "policies")
 
 LAYERS = (
-    ("base", ("sim.kernels", "sim._cache", "sim.version", "sim.stats", "sim.errors")),
+    ("base", ("sim.kernels", "sim._cache", "sim.version", "sim.stats", "sim.errors", "sim.fielddocs")),
     ("policies", ("policies", "policies.*")),
     ("engine", ("sim.engine", "sim.engine.*")),
     ("solver", ("sim.solver", "sim.solver.*")),

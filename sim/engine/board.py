@@ -9,8 +9,10 @@ import numpy as np
 
 from sim import kernels as K
 from sim.engine.rules import Rules
+from sim.fielddocs import documented
 
 
+@documented
 @dataclass(frozen=True)
 class Placement:
     """What one placement did."""

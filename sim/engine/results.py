@@ -6,6 +6,7 @@ import numpy as np
 
 from sim import kernels as K
 from sim.errors import PolicyError
+from sim.fielddocs import documented
 
 __all__ = ["END_NAMES", "GAME_ENDS", "GameColumns", "GameResult", "GameTrace", "PolicyError", "end_enum",
            "finish_columns", "games_table", "illegal_move_error", "new_columns"]
@@ -21,6 +22,7 @@ def illegal_move_error(policy: str, cell, seed: int, game: int, turn: int) -> Po
     return PolicyError(f"policy {policy!r} returned illegal cell {cell!r} (seed {seed}, game {game}, turn {turn})")
 
 
+@documented
 @dataclass(frozen=True)
 class GameResult:
     """The outcome of one game, as `sim.play` returns it."""
@@ -41,6 +43,7 @@ class GameResult:
     """Canonical cell of each placement, in order."""
 
 
+@documented
 @dataclass(frozen=True, eq=False)
 class GameTrace:
     """One game turn by turn, as `sim.players.api.trace` plays it (replays and tests read it)."""
@@ -70,6 +73,7 @@ class GameTrace:
         )
 
 
+@documented
 @dataclass(frozen=True)
 class GameColumns:
     """Column arrays for a batch of games, one entry per game."""

@@ -4,10 +4,13 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
+from sim.fielddocs import documented
+
 ADJACENCIES = ("orthogonal", "king")
 RANGES = {"max_pile": (1, 8), "max_face_down": (0, 15), "grid": (2, 4)}
 
 
+@documented
 @dataclass(frozen=True)
 class Rules:
     """One setting of the game's rule options; the defaults are RULES.md's."""

@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from policies import BUILTIN, data_files
+from sim.fielddocs import documented
 from sim.stats import wilson
 from sim.engine.results import end_enum, games_table
 from sim.engine.rules import Rules
@@ -30,6 +31,7 @@ END_ENUM = end_enum()
 """The `end` column's type: the four ways a game can end."""
 
 
+@documented
 @dataclass(frozen=True)
 class RunConfig:
     """Everything that decides a run's rows."""
@@ -71,6 +73,7 @@ def is_plugin(policy: str) -> bool:
     return policy not in policies.BUILTIN and policy != "oracle"
 
 
+@documented
 @dataclass(frozen=True)
 class RunSummary:
     """What a run produced, as the command line prints it."""

@@ -41,6 +41,7 @@ from sim import kernels as K
 from sim.engine.cards import deal_range, validate_decks
 from sim.engine.rules import Rules
 from sim.errors import whole
+from sim.fielddocs import documented
 from sim.jobs import runner
 from sim.jobs.files import write_atomic
 from sim.jobs.runner import Job, UsageError, read_manifest
@@ -352,6 +353,7 @@ def solve_frame(cols: dict) -> pl.DataFrame:
 # --- summary and report ------------------------------------------------------------------------
 
 
+@documented
 @dataclass(frozen=True)
 class SolveSummary:
     """What a solve run found, as the command line prints it (and `sim report` shows)."""
@@ -489,6 +491,7 @@ def summarize_solve(run_dir: Path, seconds: float, solved: int, status: str) -> 
 # --- the job -------------------------------------------------------------------------------------
 
 
+@documented
 @dataclass(frozen=True)
 class SolveConfig:
     """Everything that decides a solve run's rows."""

@@ -32,6 +32,7 @@ from sim import kernels as K
 from sim.engine.cards import deal, validate_deck
 from sim.engine.rules import Rules
 from sim.errors import magnitude
+from sim.fielddocs import documented
 from sim.solver.sat import below_best, past_ruled_out
 from sim.solver.search import (
     CTL_BEST, CTL_LIMIT, CTL_NODES, CTL_ORDER, CTL_SIZE, CTL_STATUS, DONE, ENDGAME_CARDS, FRAME, KEY_WORDS, MAX_DEPTH,
@@ -50,6 +51,7 @@ __all__ = ["OUTCOMES", "SolveResult", "Solver", "SplitSolve", "SubtreeResult", "
 # --- Python API -------------------------------------------------------------------
 
 
+@documented
 @dataclass(frozen=True)
 class SolveResult:
     """What the solver found for one deal."""
