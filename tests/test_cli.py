@@ -112,7 +112,7 @@ def test_run_prints_a_summary(tmp_path):
     assert r.exit_code == 0, r.output
     assert "games      2,000" in r.stdout and "win rate" in r.stdout and str(tmp_path / "r") in r.stdout
     again = invoke("run", "-n", "2000", "--out", str(tmp_path / "r"))
-    assert again.exit_code == 2 and "--resume" in again.stderr
+    assert again.exit_code == 2 and "(seed 4, not 0); use --force to replace it, or another --out" in again.stderr
 
 
 def test_policies_lists_the_builtins():

@@ -1160,3 +1160,23 @@ def test_a_plugin_module_that_cannot_be_parsed_is_left_to_its_import(tmp_path):
     (tmp_path / "deep.py").write_text("X = " + "+".join(["1"] * 200_000) + "\n")  # ast.parse: RecursionError
     (tmp_path / "plug.py").write_text("from . import deep\nfrom .......... import far\nimport deep\n")
     assert local_imports(tmp_path / "plug.py", tmp_path) == [tmp_path / "deep.py"]
+
+
+def test_a_run_in_the_way_is_refused_naming_what_differs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.invoke(app, ["run", "-n", "300", "-w", "1", "-q"]).exit_code == 0
+    out = "results/greedy-seed0-n300"
+    for args, says in ((["--record-deals"], "another complete run (record_deals false, not true)"),
+                       (["--rule", "max_pile=3", "-o", out], "another complete run (max_pile 4, not 3)"),
+                       (["-p", "heuristic", "--policy-arg", "weights=1,1,1,1,1,1,1", "-o", out],
+                        "another complete run (policy greedy, not heuristic; weights none, not 1,1,1,1,1,1,1)")):
+        line = one_line_error(cli.invoke(app, ["run", "-n", "300", "-w", "1", *args]), 2)
+        assert line == f"Error: {out} already holds {says}; use --force to replace it, or another --out", line
+    line = one_line_error(cli.invoke(app, ["solve", "-n", "3", "-w", "1", "-o", out]), 2)
+    assert f"{out} already holds a run of games (sim run); use --force" in line, line
+    write = runner.write_atomic
+    monkeypatch.setattr(runner, "write_atomic", _Stop(write))  # Ctrl-C at the first part
+    assert cli.invoke(app, ["run", "-n", "300", "-w", "1", "--chunk-size", "100", "-o", "p"]).exit_code == 130
+    monkeypatch.setattr(runner, "write_atomic", write)
+    line = one_line_error(cli.invoke(app, ["run", "-n", "300", "-w", "1", "--chunk-size", "100", "-o", "p"]), 2)
+    assert line == "Error: p already holds this run, incomplete; use --resume p to finish it or --force to replace it"

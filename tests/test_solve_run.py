@@ -92,7 +92,7 @@ def test_cli_solve_report_and_errors(tmp_path):
     js = cli.invoke(app, ["report", str(out), "--format", "json"])
     assert json.loads(js.stdout)["solve_runs"][0]["deals"] == 25
     again = cli.invoke(app, ["solve", "-n", "25", "--out", str(out), "-q"])
-    assert again.exit_code == 2 and "--resume" in again.output
+    assert again.exit_code == 2 and "(node_limit 20000, not none); use --force" in again.output
     resumed = cli.invoke(app, ["solve", "--resume", str(out), "-q"])
     assert resumed.exit_code == 0 and "winnable" in resumed.stdout
     for bad in (["-n", "0"], ["-n", "5", "--node-limit", "x"], ["-n", "5", "--time-limit", "-1"], [],

@@ -869,7 +869,42 @@ def not_a_run_dir(run_dir: Path) -> str | None:
     return None
 
 
-def _prepare_dir(run_dir: Path, force: bool) -> None:
+def _plain(value) -> str:
+    """A setting as a message says it: a mapping as key=value words, no Python reprs."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items()) or "none"
+    return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def held_run(job: Job, config, run_dir: Path) -> str:
+    """What the run in `run_dir` is to a new run of `config` there: which of its settings differ, or that it is
+    this run, to resume; for the message that refuses to write over it."""
+    try:
+        m = read_manifest(run_dir)
+    except (UsageError, RunError):
+        return "a run"
+    if m.get("kind", "run") != job.kind:
+        return "a solve run (sim solve)" if m.get("kind") == "solve" else "a run of games (sim run)"
+    differ = []
+    for key, wanted in job.settings(config).items():
+        held = m.get(key)
+        if key == "files" or held == wanted:
+            continue
+        if isinstance(held, dict) and isinstance(wanted, dict):
+            differ += [f"{k} {_plain(held.get(k))}, not {_plain(wanted.get(k))}"
+                       for k in dict.fromkeys([*held, *wanted]) if held.get(k) != wanted.get(k)]
+        else:
+            differ.append(f"{key} {_plain(held)}, not {_plain(wanted)}")
+    status = m.get("status", "incomplete")
+    if differ:
+        return f"another {status} run ({'; '.join(differ)})"
+    changed = changed_files(m.get("files"))
+    if changed:
+        return f"{'an' if status[0] in 'aeiou' else 'a'} {status} run of these settings, but {changed[0]}"
+    return f"this run, {status}"
+
+
+def _prepare_dir(run_dir: Path, force: bool, held: str = "a run") -> None:
     """Make `run_dir` ready for a new run (the caller holds its lock): empty, or a run replaced with `force`.
 
     A replaced run is only set aside (`_set_aside`): its manifest and parts
@@ -880,8 +915,10 @@ def _prepare_dir(run_dir: Path, force: bool) -> None:
     aside = _is_run(run_dir)
     if aside:
         if not force:
-            raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to finish it "
-                             f"or --force to replace it")
+            if held.startswith("this run"):
+                raise UsageError(f"{run_dir} already holds {held}; use --resume {run_dir} to finish it "
+                                 f"or --force to replace it")
+            raise UsageError(f"{run_dir} already holds {held}; use --force to replace it, or another --out")
         try:
             _set_aside(run_dir)
         except OSError as e:
@@ -1074,7 +1111,7 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
         if replacing:  # the run it replaces stays until the new one's code is ready (a plugin that fails to load)
             _warm(job, config, decks is not None, f"{run_dir} still holds the run it had.", notify)
         try:
-            _prepare_dir(run_dir, force)
+            _prepare_dir(run_dir, force, "" if force else held_run(job, config, run_dir))
         except UsageError:  # refused: leave the directory as it was found
             if not had_lock:
                 with contextlib.suppress(OSError):
