@@ -900,7 +900,7 @@ def train(
 @app.command()
 def solve(
     n: Annotated[Optional[str], typer.Option("-n", metavar="N", help="Number of deals: 2000, 2e3.")] = None,
-    seed: SeedOpt = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", min=0, metavar="SEED", help="Seed of the deals (default 0): the decks `sim run --seed SEED` plays.", show_default=False)] = None,
     deals: DealsOpt = None,
     workers: WorkersOpt = None,
     first_win: Annotated[bool, typer.Option("--first-win", help="Stop at the first win (winnability only); otherwise search for the best score.")] = False,
@@ -913,7 +913,7 @@ def solve(
     resume: ResumeOpt = None,
     chunk_size: ChunkSizeOpt = None,
     record_deals: RecordDealsOpt = False,
-    force: ForceOpt = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing run directory.")] = False,
     executor: ExecutorOpt = "local",
     scheduler: SchedulerOpt = None,
     fmt: SummaryFormatOpt = "text",
@@ -923,8 +923,9 @@ def solve(
     """Solve deals with the whole stock order known: won (best score, proven or not), lost, or unresolved.
 
     Each deal is the deck `sim run` deals for that seed and game. Writes one
-    Parquet row per deal (outcome, score, proven_best, nodes, seconds, moves)
-    and prints winnability (unresolved deals bracketed) and the best scores.
+    Parquet row per deal (outcome, score, proven_best, score_bound, nodes,
+    seconds, moves) and prints winnability (unresolved deals bracketed) and
+    the best scores.
 
     Example: sim solve -n 2000 --time-limit 10
     """
@@ -959,6 +960,9 @@ def solve(
             schedule["sat_conflicts"] = parse_count(sat_conflicts, zero=True)
         except UsageError:
             fail(f"--sat-conflicts {sat_conflicts!r} is not a whole number of conflicts (0: the search alone)")
+        if first_win:
+            fail("--sat-conflicts is for best-score solves: --first-win stops at the first win and asks no SAT "
+                 "question")
     with library_errors(verbose):
         if resume is not None:
             from sim.analysis.report import is_solve_run

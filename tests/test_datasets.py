@@ -281,24 +281,25 @@ def test_library_warnings_are_not_printed_unless_logging_is_set_up(tmp_path):
     assert r.stdout == "" and r.stderr.count("ignoring games/notes.txt") == 1, r.stderr  # after basicConfig only
 
 
-def test_misused_configs_are_usage_errors_before_anything_is_written(tmp_path):
-    for config, says in ((sim.RunConfig(rules={"max_pile": 3}), "must be a sim.Rules (e.g. sim.Rules(max_pile=3))"),
-                         (sim.RunConfig(n=100, record_deals="no"), "record_deals must be True or False, not 'no'"),
-                         (sim.SolveConfig(n=3, first_win="no"), "first_win must be True or False, not 'no'"),
-                         (sim.SolveConfig(n=3, time_limit=True), "time_limit must be a positive number"),
-                         (sim.SolveConfig(n=3, rules={"grid": 3}), "must be a sim.Rules")):
+def test_misused_configs_are_clear_errors_before_anything_is_written(tmp_path):
+    for config, error, says in (
+            (sim.RunConfig(rules={"max_pile": 3}), TypeError, "not dict (e.g. sim.Rules(max_pile=3))"),
+            (sim.RunConfig(n=100, record_deals="no"), TypeError, "record_deals must be True or False, not 'no'"),
+            (sim.SolveConfig(n=3, first_win="no"), TypeError, "first_win must be True or False, not 'no'"),
+            (sim.SolveConfig(n=3, time_limit=True), UsageError, "time_limit must be a positive number"),
+            (sim.SolveConfig(n=3, rules={"grid": 3}), TypeError, "must be a sim.Rules")):
         start = sim.run if isinstance(config, sim.RunConfig) else sim.solve_run
-        with pytest.raises(UsageError, match=re.escape(says)):
+        with pytest.raises(error, match=re.escape(says)):
             start(config, out=tmp_path / "x", workers=1)
         assert not (tmp_path / "x").exists()
     # A float that is a whole number is one (as "1e3" is on the command line).
     assert sim.run(sim.RunConfig(n=1e3), out=tmp_path / "r", workers=1).games == 1000
     solved = sim.solve_run(sim.SolveConfig(n=2.0, node_limit=1e3, split_after=0.0), out=tmp_path / "s", workers=1)
     assert solved.deals == 2 and solved.options["node_limit"] == 1000 and solved.options["split_after"] == 0
-    for bad, says in ((5, "load takes a run directory or a list of them, not 5"),
-                      ([tmp_path / "r", str(tmp_path / "r") + "/."], "is given twice")):
-        with pytest.raises(UsageError, match=says):
-            sim.load(bad)
+    with pytest.raises(TypeError, match="load takes a run directory or a list of them, not 5"):
+        sim.load(5)
+    with pytest.raises(UsageError, match="is given twice"):
+        sim.load([tmp_path / "r", str(tmp_path / "r") + "/."])
 
 
 def test_an_out_under_a_file_is_a_usage_error(tmp_path, monkeypatch):

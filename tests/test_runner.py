@@ -106,7 +106,7 @@ def test_existing_run_is_refused_unless_force(tmp_path, read_games):
     sim.run(sim.RunConfig(policy="random", n=100), workers=1, out=out)
     # Another run in its place is refused (the same complete run again is a no-op: README, "What a run
     # directory guarantees").
-    with pytest.raises(runner.UsageError, match="--resume"):
+    with pytest.raises(runner.UsageError, match=r"another complete run \(n 100, not 200\); use --force"):
         sim.run(sim.RunConfig(policy="random", n=200), workers=1, out=out)
     again = sim.run(sim.RunConfig(policy="random", n=100), workers=1, out=out)
     assert again.games == 100 and "nothing was played" in again.text()
@@ -277,7 +277,7 @@ def test_unwritable_out_is_a_one_line_error(tmp_path):
     blocker.write_text("x")
     r = subprocess.run([sys.executable, "-m", "sim", "run", "-n", "10", "--out", str(blocker / "run")],
                        capture_output=True, text=True)
-    assert r.returncode == 1
+    assert r.returncode == 2  # a usage error: nothing can be made under a file
     assert r.stderr.strip().startswith("Error:") and len(r.stderr.strip().splitlines()) == 1
 
 

@@ -215,3 +215,13 @@ def test_numpy_integers_are_taken_as_seeds_and_counts(tmp_path, read_games):
     assert np.array_equal(cols.won, read_games(b.path)["won"].to_numpy())
     with pytest.raises(ValueError, match="whole numbers"):
         sim.play_range(5, 0, 50.0)
+
+
+def test_sat_conflicts_with_first_win_is_a_usage_error(tmp_path):
+    cli = CliRunner()
+    r = cli.invoke(app, ["solve", "-n", "3", "--first-win", "--sat-conflicts", "5", "-w", "1", "--out", str(tmp_path / "s")])
+    assert r.exit_code == 2 and "--first-win stops at the first win and asks no SAT question" in r.output
+    assert not (tmp_path / "s").exists()
+    done = cli.invoke(app, ["solve", "-n", "2", "--node-limit", "100", "-w", "1", "-q", "--out", str(tmp_path / "d")])
+    again = cli.invoke(app, ["solve", "-n", "2", "--node-limit", "100", "-w", "1", "--out", str(tmp_path / "d")])
+    assert done.exit_code == 0 and again.exit_code == 0 and "nothing was solved" in again.stdout, again.output

@@ -91,7 +91,8 @@ def load(run_or_runs) -> pl.LazyFrame:
     the policy (`first_win`, `node_limit`, `time_limit`, `split_after`,
     `sat_conflicts`; 0: never). Only verified parts are read.
     Raises UsageError for a directory that is not a run, one given twice or a
-    mix of solve runs and runs of games, RunError for a damaged run.
+    mix of solve runs and runs of games, RunError for a damaged run, TypeError
+    for what is neither a path nor a list of them.
     """
     if isinstance(run_or_runs, (str, os.PathLike)):
         path = Path(run_or_runs)
@@ -99,7 +100,7 @@ def load(run_or_runs) -> pl.LazyFrame:
     try:
         paths = [Path(p) for p in run_or_runs]
     except TypeError:
-        raise UsageError(f"load takes a run directory or a list of them, not {run_or_runs!r}") from None
+        raise TypeError(f"load takes a run directory or a list of them, not {run_or_runs!r}") from None
     if not paths:
         raise UsageError("load needs at least one run directory")
     seen = {}

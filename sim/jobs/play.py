@@ -281,8 +281,8 @@ def run(config: RunConfig, *, out: str | Path | None = None, force: bool = False
     if not isinstance(config, RunConfig):
         raise TypeError(f"run() takes a RunConfig, not {type(config).__name__}")
     if not isinstance(config.rules, Rules):
-        raise UsageError(f"RunConfig.rules must be a sim.Rules (e.g. sim.Rules(max_pile=3)), "
-                         f"not {type(config.rules).__name__}", "rules")
+        raise TypeError(f"RunConfig.rules must be a sim.Rules, not {type(config.rules).__name__} "
+                        f"(e.g. sim.Rules(max_pile=3))")
     config = replace(config, policy_args=policy_items(config.policy_args))  # ("samples", 2) as ("samples", "2")
     try:
         resolve(config.policy, dict(config.policy_args))

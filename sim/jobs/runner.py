@@ -155,7 +155,7 @@ def checked_rows(config):
     for name in ("record_deals", "first_win"):  # a flag: "no" would be true
         value = getattr(config, name, False)
         if not isinstance(value, (bool, np.bool_)):
-            raise UsageError(f"{name} must be True or False, not {value!r}", name)
+            raise TypeError(f"{name} must be True or False, not {value!r}")
     decks = None
     n = config.n
     if config.deals is not None:
@@ -1030,6 +1030,11 @@ def _settle_aside(run_dir: Path) -> None:
         raise RunError(f"cannot restore the run set aside in {run_dir / ASIDE}: {e.strerror or e}") from None
 
 
+def _done(job: Job) -> str:
+    """What a job does to its rows, in its notes: games are played, deals solved."""
+    return "solved" if job.kind == "solve" else "played"
+
+
 def _complete_already(job: Job, config, run_dir: Path):
     """The summary of the complete run `run_dir` holds when it has exactly these settings (and files), else None."""
     if not _is_run(run_dir):
@@ -1046,7 +1051,7 @@ def _complete_already(job: Job, config, run_dir: Path):
     except RunError:
         return None
     summary = job.summarize(run_dir, float(m.get("seconds") or 0.0), sum((m.get("parts") or {}).values()), "complete")
-    return replace(summary, note=f"{run_dir} already holds this complete run: nothing was played "
+    return replace(summary, note=f"{run_dir} already holds this complete run: nothing was {_done(job)} "
                                  f"(the figures below are that run's).")
 
 
@@ -1188,7 +1193,7 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
             done = _complete_as_recorded(job, run_dir, check)
             if done is None:
                 raise denied from None
-            return replace(done, note=f"{run_dir} is complete: nothing was played (the figures below are that "
+            return replace(done, note=f"{run_dir} is complete: nothing was {_done(job)} (the figures below are that "
                                       f"run's; its folder may not be written, so it was only read).")
         _settle_aside(run_dir)
         m = read_manifest(run_dir)
@@ -1235,7 +1240,7 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
             summary = job.summarize(run_dir, float(m.get("seconds") or 0.0), config.n, "complete")
             said = ("its manifest now lists every part, each verified" if repaired
                     else "the figures below are that run's")
-            return replace(summary, note=f"{run_dir} is complete: nothing was played ({said}).")
+            return replace(summary, note=f"{run_dir} is complete: nothing was {_done(job)} ({said}).")
         resume_hint = f"Finish with: {resume_command(job, config, run_dir)}"
         with _resumable_once_saved(resume_hint):
             _warm(job, config, decks is not None, resume_hint, notify)

@@ -625,8 +625,8 @@ def solve_run(config: SolveConfig, *, out: str | Path | None = None, force: bool
     if not isinstance(config, SolveConfig):
         raise TypeError(f"solve_run() takes a SolveConfig, not {type(config).__name__}")
     if not isinstance(config.rules, Rules):
-        raise UsageError(f"SolveConfig.rules must be a sim.Rules (e.g. sim.Rules(max_pile=3)), "
-                         f"not {type(config.rules).__name__}", "rules")
+        raise TypeError(f"SolveConfig.rules must be a sim.Rules, not {type(config.rules).__name__} "
+                        f"(e.g. sim.Rules(max_pile=3))")
     config = replace(config, **{name: whole(getattr(config, name)) for name in ("node_limit", "sat_conflicts", "split_after")})
     for name in ("node_limit", "sat_conflicts"):
         value = getattr(config, name)
