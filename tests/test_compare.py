@@ -258,3 +258,31 @@ def test_one_deal_is_said_in_the_singular(tmp_path):
     c = compare_runs([a, b])
     page = "\n".join(comparison_html(c))
     assert "on the same 1 deal " in c.header() and "1 deals" not in page and "1 games" not in page
+
+
+WEIGHTS = {"weights": {"face_down": -10.0, "to_open": 0.2, "full_up": 2.0, "full_down": -0.5, "risk": -0.4,
+                       "spread": 1.7, "closed": -2.2}}
+"""A weights file of the heuristic, as `sim tune --out` writes it (its weights part)."""
+
+
+def test_a_sweep_names_the_policys_arguments_wherever_it_names_the_policy(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "w.json").write_text(json.dumps(WEIGHTS))
+    player = f"heuristic weights={tmp_path / 'w.json'}"  # as the runs record it, and `sim ls` shows it
+    args = ["sweep", "-p", "heuristic", "--policy-arg", "weights=w.json", "-n", "40", "--rule", "max_face_down=3,4",
+            "-w", "1", "--html", "sweep.html"]
+    res = cli.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert f"policy {player}, the same 40 deals" in res.stdout.splitlines()[0]
+    assert f"[1/2] {player} (max_face_down=3): playing" in res.stderr
+    assert f"policy {player}, the same" in cli.invoke(app, [*args, "-q", "--format", "markdown"]).stdout
+    data = json.loads(cli.invoke(app, [*args, "-q", "--format", "json"]).stdout)
+    assert data["policy"] == "heuristic" and data["policy_args"] == {"weights": str(tmp_path / "w.json")}
+    assert f"policy {player}," in (tmp_path / "sweep.html").read_text()
+    from sim.analysis.sweep import sweep
+
+    result = sweep("heuristic", 40, [("max_face_down", ["3", "4"])], policy_args={"weights": "w.json"}, workers=1)
+    assert result.policy_args == data["policy_args"]
+    title = result.figure().axes[0].get_title()
+    assert "".join(title.split()).startswith("".join(player.split()) + ":"), title
+    assert player in cli.invoke(app, ["ls"]).stdout

@@ -35,7 +35,8 @@ import polars as pl
 import policies
 from sim import kernels as K
 from sim.analysis.report import load_report
-from sim.analysis.tables import Table, count, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, pp_text, rules_text
+from sim.analysis.tables import (Table, count, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, policy_text, pp_text,
+                                 rules_text)
 from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
 from sim.errors import magnitude
@@ -618,9 +619,9 @@ def policy_args_for(policy_names: list[str], policy_args: dict[str, str] | None)
 
 
 def _run_label(config: RunConfig) -> str:
-    """The policy, and the rule options unless default: "greedy (max_face_down=3)"."""
+    """The policy with its arguments, and the rule options unless default: "greedy (max_face_down=3)"."""
     rules = rules_text(config.rules.as_dict())
-    return config.policy + ("" if rules == "default" else f" ({rules})")
+    return policy_text(config.policy, dict(config.policy_args)) + ("" if rules == "default" else f" ({rules})")
 
 
 def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: int | None = None,

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from sim.analysis.tables import Table, fmt_int, fmt_pct, pct_digits, rules_text
+from sim.analysis.tables import Table, fmt_int, fmt_pct, pct_digits, policy_text, rules_text
 from sim.engine.results import games_table
 from sim.engine.rules import Rules
 from sim.jobs.runner import (
@@ -330,10 +330,6 @@ def listing_table(runs: list[RunListing], root: str | Path | None = None) -> Tab
             return r.status
         return f"being written (pid {r.writer}; {r.done:,} done)" if r.writer else f"incomplete ({r.done:,} done)"
 
-    def policy(r: RunListing) -> str:
-        args = " ".join(f"{k}={v}" for k, v in sorted(r.policy_args.items()))
-        return f"{r.policy} {args}" if args else r.policy
-
     def seed(r: RunListing) -> str:
         if r.deals is not None:
             return f"deals {Path(r.deals).name}"
@@ -347,7 +343,7 @@ def listing_table(runs: list[RunListing], root: str | Path | None = None) -> Tab
             return f"{fmt_pct(r.rate, d)} .. {fmt_pct(r.rate_high, d)}"
         return fmt_pct(r.rate, d)
 
-    rows = tuple((name(r), r.kind, policy(r), fmt_int(r.n), seed(r), "-" if r.kind == "-" else rules_text(r.rules),
+    rows = tuple((name(r), r.kind, policy_text(r.policy, r.policy_args), fmt_int(r.n), seed(r), "-" if r.kind == "-" else rules_text(r.rules),
                   status(r), rate(r), _date(r.started)) for r in runs)
     notes = [f"{name(r)} is {r.status}: {r.problem}" for r in runs if r.problem]
     if any(r.kind == "solve" for r in runs):

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from sim.analysis.compare import json_ready, render_as, make_runs, reuse_notes
 from sim.analysis.report import load_report
-from sim.analysis.tables import Table, count, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits
+from sim.analysis.tables import Table, count, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, policy_text
 from sim.engine.rules import Rules
+from sim.jobs import runner
 from sim.jobs.runner import UsageError
 
 
@@ -87,10 +88,17 @@ class Sweep:
     """One row per combination, the first option varying slowest."""
     notes: tuple[str, ...] = field(default=())
     """Lines printed above the table (e.g. which runs were reused)."""
+    policy_args: dict = field(default_factory=dict)
+    """The policy's arguments, as its runs recorded them (a weights file's absolute path)."""
+
+    @property
+    def player(self) -> str:
+        """The policy with its arguments, as `sim ls` names it: "heuristic weights=/a/w.json"."""
+        return policy_text(self.policy, self.policy_args)
 
     def header(self) -> str:
         """The line above the table: what was swept, by which policy, on which deals."""
-        return (f"Sweep of {', '.join(self.options)}: policy {self.policy}, the same {count(self.n, 'deal')} "
+        return (f"Sweep of {', '.join(self.options)}: policy {self.player}, the same {count(self.n, 'deal')} "
                 f"(seed {self.seed}) for every combination")
 
     def table(self) -> Table:
@@ -134,7 +142,7 @@ class Sweep:
                                        for label, r in zip(self.labels(), rows))
         return win_rate_figure(self.labels(), [r.win_rate for r in rows], [r.win_rate_low for r in rows],
                                [r.win_rate_high for r in rows], [r.mean_score for r in rows],
-                               f"{self.policy}: win rate by rule options ({count(self.n, 'game')} each, same deals, "
+                               f"{self.player}: win rate by rule options ({count(self.n, 'game')} each, same deals, "
                                f"seed {self.seed})", [r.mean_score_low for r in rows],
                                [r.mean_score_high for r in rows], caption=caption)
 
@@ -159,5 +167,6 @@ def sweep(policy: str, n: int, option_values: list[tuple[str, list[str]]], seed:
                              win_rate=r.win_rate, win_rate_low=r.win_rate_low, win_rate_high=r.win_rate_high,
                              mean_score=r.score_mean, mean_score_low=r.score_mean_low,
                              mean_score_high=r.score_mean_high, reused=reused))
+    args = runner.read_manifest(made[0][0]).get("policy_args") or {}  # as the runs recorded them
     return Sweep(policy=policy, n=n, seed=seed, options=tuple(k for k, _ in option_values), rows=tuple(rows),
-                 notes=tuple(reuse_notes(made)) if say_reused else ())
+                 notes=tuple(reuse_notes(made)) if say_reused else (), policy_args=dict(args))

@@ -112,6 +112,13 @@ def pct_digits(games: int) -> int:
     return 2 if games < 1_000_000 else 3 if games < 100_000_000 else 4
 
 
+def policy_text(policy: str, args: dict | None = None) -> str:
+    """A policy with the arguments it played with, as `sim ls` shows it ("heuristic weights=/a/w.json"): two runs
+    of one policy with other arguments are other players."""
+    words = " ".join(f"{k}={v}" for k, v in sorted((args or {}).items()))
+    return f"{policy} {words}" if words else policy
+
+
 def rules_text(rules: dict) -> str:
     """The non-default rule options as text, or "default"."""
     default = Rules().as_dict()
