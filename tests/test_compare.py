@@ -286,3 +286,18 @@ def test_a_sweep_names_the_policys_arguments_wherever_it_names_the_policy(tmp_pa
     title = result.figure().axes[0].get_title()
     assert "".join(title.split()).startswith("".join(player.split()) + ":"), title
     assert player in cli.invoke(app, ["ls"]).stdout
+
+
+def test_a_run_in_the_way_is_said_in_the_command_lines_words(tmp_path, monkeypatch):
+    """The settings of a run a sweep will not replace read as the command line gives them, not as Python reprs."""
+    monkeypatch.chdir(tmp_path)
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "w.json").write_text(json.dumps(WEIGHTS))
+    args = ["sweep", "-p", "heuristic", "-n", "30", "--rule", "max_face_down=3,4", "-w", "1", "-q"]
+    assert cli.invoke(app, [*args, "--policy-arg", "weights=a/w.json"]).exit_code == 0
+    res = cli.invoke(app, [*args, "--policy-arg", "weights=b/w.json"])
+    assert res.exit_code == 2, res.output
+    assert (f"(policy_args weights={tmp_path / 'a' / 'w.json'}, wanted weights={tmp_path / 'b' / 'w.json'}); "
+            "use --force") in res.stderr, res.stderr
+    assert "{" not in res.stderr and "'" not in res.stderr

@@ -554,6 +554,23 @@ def compare_if_pairable(run_dirs) -> tuple[Comparison | None, str]:
 # --- making the runs -----------------------------------------------------------------------------------
 
 
+def _apart(value, other) -> tuple:
+    """`value`, a dict of settings (rules, policy_args) cut to the keys where it differs from `other`."""
+    if isinstance(value, dict) and isinstance(other, dict):
+        return ({k: v for k, v in value.items() if k not in other or other[k] != v},)
+    return (value,)
+
+
+def _said(value) -> str:
+    """A manifest's setting in a message, as the command line gives it (weights=/a/w.json), not as Python
+    writes it ({'weights': '/a/w.json'})."""
+    if isinstance(value, dict):
+        return " ".join(f"{k}={_said(v)}" for k, v in value.items()) or "none"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value).replace("null", "none")
+    return str(value)
+
+
 def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
     """None if run_dir holds a complete run with exactly these settings and files, else (kind, what is wrong).
 
@@ -571,11 +588,12 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
             "deal_algorithm": K.DEAL_ALGORITHM, "deals": None}
     if config.policy_args or m.get("policy_args"):
         want["policy_args"] = dict(config.policy_args)
-    wrong = [f"{k} {m.get(k)!r} (wanted {v!r})" for k, v in want.items() if m.get(k) != v]
+    wrong = [f"{k} {_said(*_apart(m.get(k), v))}, wanted {_said(*_apart(v, m.get(k)))}" for k, v in want.items()
+             if m.get(k) != v]
     if config.record_deals and not m.get("record_deals"):
         wrong.append("it has no deck column (wanted --record-deals)")
     if not complete and m.get("record_deals", False) != config.record_deals:
-        wrong.append(f"record_deals {m.get('record_deals', False)!r} (wanted {config.record_deals!r})")
+        wrong.append(f"record_deals {_said(m.get('record_deals', False))}, wanted {_said(config.record_deals)}")
     if wrong:
         state = "" if complete else f"an {m.get('status')} one: "
         return "other", state + "; ".join(wrong)
