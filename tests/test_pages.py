@@ -379,3 +379,31 @@ def test_cards_played_has_whole_cards_and_no_scale_without_games(tmp_path):
     won, lost = fig.axes
     assert list(won.get_yticks()) == []
     assert all(float(t).is_integer() for t in lost.get_xticks()), lost.get_xticks()
+
+
+def sweep_of(outcomes, options=("max_face_down",), mean=4.0):
+    """A Sweep (no games played) of one combination per (wins, games), each value its index; a combination
+    with wins has `mean` as its mean score, with an interval from two wins on."""
+    from sim.analysis.sweep import Sweep, SweepRow
+    from sim.stats import wilson
+
+    rows = []
+    for i, (wins, games) in enumerate(outcomes):
+        low, high = wilson(wins, games)
+        rows.append(SweepRow(values=tuple(str(i + j) for j in range(len(options))), path=f"results/run{i}",
+                             games=games, wins=wins, win_rate=wins / games, win_rate_low=low, win_rate_high=high,
+                             mean_score=mean if wins else None, mean_score_low=mean - 0.5 if wins > 1 else None,
+                             mean_score_high=mean + 0.5 if wins > 1 else None, reused=False))
+    return Sweep("greedy", outcomes[0][1], 0, options, tuple(rows))
+
+
+@pytest.mark.parametrize("outcomes", [[(1276, 20_000), (2242, 20_000)], [(0, 1)], [(1, 1), (0, 1)]])
+def test_a_sweep_figure_writes_its_win_rates_as_the_table_does(outcomes):
+    """6.38% beside 11.2% (the table: 11.21%), and 79.3% where the table says 79.35%: the figure's labels are
+    the table's cells."""
+    s = sweep_of(outcomes)
+    table = s.table()
+    rate, ci = table.headers.index("win rate"), table.headers.index("95% CI (Wilson)")
+    fig = s.figure()
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert labels == [f"{row[rate]}\n({row[ci]})" for row in table.rows]

@@ -17,7 +17,7 @@ import math
 import textwrap
 from pathlib import Path
 
-from sim.analysis.tables import count, pct_text
+from sim.analysis.tables import count, fmt_ci, fmt_pct, pct_text
 
 DPI = 110
 CAPTION_CHAR_PX = 7.3
@@ -211,12 +211,21 @@ def cards_played_figure(reports, labels=None, caption: str | None = None):
     return fig
 
 
+def _rate_label(rate: float, low: float, high: float, digits: int | None, between: str = " ") -> str:
+    """A win rate and its interval, in %: with `digits` decimals as a table writes them, else as `_percent`."""
+    if digits is None:
+        return f"{_percent(rate)}{between}({_percent(low)} .. {_percent(high)})"
+    return f"{fmt_pct(rate / 100, digits)}{between}({fmt_ci(low / 100, high / 100, digits)})"
+
+
 def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=None, score_highs=None,
-                    caption: str = ""):
+                    caption: str = "", digits: int | None = None):
     """Win rate with its 95% interval, and mean score of the wins with its 95% interval, one column per run.
 
-    Both value axes start at 0; each point and bar carries its value.
-    `labels` name the runs on the x axis; `caption` says which runs they are.
+    Both value axes start at 0; each point and bar carries its value, a win
+    rate with `digits` decimals when given, those of the table beside the
+    figure (`pct_digits`), so that the two read alike. `labels` name the runs
+    on the x axis; `caption` says which runs they are.
     """
     import numpy as np
 
@@ -228,7 +237,7 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
     for i in range(k):
         ax.errorbar([x[i]], [rates[i]], yerr=[[rates[i] - lows[i]], [highs[i] - rates[i]]], fmt="o",
                     capsize=5, color=_colour(i), markersize=6)
-        ax.annotate(f"{_percent(rates[i])}\n({_percent(lows[i])} .. {_percent(highs[i])})",
+        ax.annotate(_rate_label(rates[i], lows[i], highs[i], digits, "\n"),
                     (x[i], highs[i]), textcoords="offset points", xytext=(0, 4), ha="center", fontsize="x-small")
     top = np.nanmax(highs) if k and not np.all(np.isnan(highs)) else 100
     if top < 80:

@@ -144,7 +144,7 @@ class Sweep:
                                [r.win_rate_high for r in rows], [r.mean_score for r in rows],
                                f"{self.player}: win rate by rule options ({count(self.n, 'game')} each, same deals, "
                                f"seed {self.seed})", [r.mean_score_low for r in rows],
-                               [r.mean_score_high for r in rows], caption=caption)
+                               [r.mean_score_high for r in rows], caption=caption, digits=pct_digits(self.n))
 
 
 def sweep(policy: str, n: int, option_values: list[tuple[str, list[str]]], seed: int = 0,
