@@ -407,3 +407,22 @@ def test_a_sweep_figure_writes_its_win_rates_as_the_table_does(outcomes):
     fig = s.figure()
     labels = [t.get_text() for t in fig.axes[0].texts]
     assert labels == [f"{row[rate]}\n({row[ci]})" for row in table.rows]
+
+
+@pytest.mark.parametrize("policy_args", [{}, {"weights": "/a/longer/folder/of/tuned/weights/w.json"}])
+def test_a_sweep_figures_title_is_drawn_whole(policy_args):
+    """Two combinations of 20,000 games: the title's closing bracket was cut at the figure's right edge."""
+    from dataclasses import replace
+
+    s = replace(sweep_of([(4403, 20_000), (2066, 20_000)], options=("grid", "max_face_down")),
+                policy_args=policy_args)
+    fig = s.figure()
+    fig.canvas.draw()  # laid out
+    title = fig.axes[0].title
+    assert " ".join(title.get_text().split()).endswith("(20,000 games each, same deals, seed 0)")
+    box = title.get_window_extent(fig.canvas.get_renderer())
+    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1, (box, fig.bbox)
+    from sim.analysis.html import figure_alt
+
+    assert " ".join(title.get_text().split()) in figure_alt("win_rate", fig)  # said in one line
+

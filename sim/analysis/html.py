@@ -108,7 +108,7 @@ def figures_html(figures: dict) -> list[str]:
 def figure_alt(name: str, fig) -> str:
     """What a figure shows, for a reader who cannot see it: its name, its panels' titles and the runs it
     draws (its caption line)."""
-    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    titles = [" ".join(ax.get_title().split()) for ax in fig.axes if ax.get_title()]  # a wrapped title in one line
     runs = " ".join(fig.get_suptitle().split())
     return ". ".join(part for part in (name.replace("_", " ").capitalize(), "; ".join(titles), runs) if part)
 

@@ -55,11 +55,16 @@ def _caption(fig, text: str) -> None:
     """
     if not text:
         return
+    lines = _wrapped(fig, text, "small", 0.97 * fig.get_figwidth() * fig.dpi)
+    fig.suptitle("\n".join(lines), fontsize="small", color="#333", x=0.01, ha="left")
+
+
+def _wrapped(fig, text: str, size, room: float) -> list[str]:
+    """`text` in lines no wider than `room` pixels at font `size`, as `fig` draws them."""
     from matplotlib.font_manager import FontProperties
 
-    font = FontProperties(size="small")
+    font = FontProperties(size=size)
     renderer = fig.canvas.get_renderer()
-    room = 0.97 * fig.get_figwidth() * fig.dpi
 
     def fits(line: str) -> bool:
         return renderer.get_text_width_height_descent(line, font, ismath=False)[0] <= room
@@ -81,7 +86,17 @@ def _caption(fig, text: str) -> None:
             line = word
     if line:
         lines.append(line)
-    fig.suptitle("\n".join(lines), fontsize="small", color="#333", x=0.01, ha="left")
+    return lines
+
+
+def _title(ax, text: str) -> None:
+    """A panel's title, wrapped to the panel's width as laid out, so that no end of it is cut at the figure's
+    edge (a title is centred over its panel, which the axis labels push to the right)."""
+    fig = ax.get_figure()
+    fig.canvas.draw()  # lays the figure out: the panel's width is known
+    title = ax.set_title(text)
+    room = ax.get_window_extent().width
+    title.set_text("\n".join(_wrapped(fig, text, title.get_fontsize(), room)))
 
 
 def _labels(reports) -> list[str]:
@@ -246,7 +261,6 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
         ax.set_ylim(0, 122)
         ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("win rate, % (95% CI)")
-    ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
 
     means = np.array([np.nan if s is None else s for s in scores], float)
@@ -273,6 +287,7 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
                    fontsize="small")
     ax2.grid(axis="y", alpha=0.3)
     _caption(fig, caption)
+    _title(ax, title)
     return fig
 
 
