@@ -426,3 +426,18 @@ def test_a_sweep_figures_title_is_drawn_whole(policy_args):
 
     assert " ".join(title.get_text().split()) in figure_alt("win_rate", fig)  # said in one line
 
+
+@pytest.mark.parametrize("outcomes", [[(0, 1)], [(30, 200), (0, 200)]])
+def test_a_combination_without_wins_is_said_above_the_axis_and_gets_no_invented_scale(outcomes):
+    s = sweep_of(outcomes)
+    fig = s.figure()
+    fig.canvas.draw()  # laid out
+    scores = fig.axes[1]
+    (said,) = [t for t in scores.texts if t.get_text() == "no wins"]
+    renderer = fig.canvas.get_renderer()
+    axis_line = scores.get_window_extent(renderer).y0
+    assert said.get_window_extent(renderer).y0 > axis_line + 5  # not on the x axis's line
+    if all(r.mean_score is None for r in s.rows):  # no mean score anywhere: no 0..1 scale of nothing
+        assert list(scores.get_yticks()) == []
+    else:
+        assert len(scores.get_yticks()) > 1

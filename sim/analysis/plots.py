@@ -271,10 +271,15 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
     if has_ci.any():
         ax2.errorbar(x[has_ci], means[has_ci], yerr=[means[has_ci] - lo[has_ci], hi[has_ci] - means[has_ci]],
                      fmt="none", ecolor="#222", capsize=5)
-    ax2.bar_label(bars, ["no wins" if np.isnan(m) else f"{m:.2f}" for m in means], fontsize="x-small",
+    ax2.bar_label(bars, ["" if np.isnan(m) else f"{m:.2f}" for m in means], fontsize="x-small",
                   padding=2, label_type="center")
+    for i in np.flatnonzero(np.isnan(means)):  # no bar: said in the panel's middle, not on its axis line
+        ax2.annotate("no wins", (x[i], 0.5), xycoords=("data", "axes fraction"), ha="center", va="center",
+                     fontsize="x-small", color="#555", bbox=LABEL_BOX)
     ax2.set_ylim(0, max(1.0, np.nanmax(np.where(np.isnan(hi), means, hi)) * 1.15) if not np.all(np.isnan(means))
                  else 1.0)
+    if np.all(np.isnan(means)):  # no mean score to draw: no invented scale
+        ax2.set_yticks([])
     ax2.set_ylabel("mean score of wins\n(95% CI)")
     # A label wider than its column is wrapped at its spaces (run settings, "node_limit=3000 split_after=0"),
     # and turned only when a single word is still too wide.
