@@ -441,3 +441,28 @@ def test_a_combination_without_wins_is_said_above_the_axis_and_gets_no_invented_
         assert list(scores.get_yticks()) == []
     else:
         assert len(scores.get_yticks()) > 1
+
+
+def test_a_large_sweep_has_a_row_per_combination_and_a_small_one_a_column():
+    """48 combinations made a figure 6,138 pixels wide, of turned labels of four lines over each other, under
+    a caption of seven lines: now a row each, its label in one line, the figure as wide as a page."""
+    options = ("max_face_down", "max_pile", "grid", "adjacency")
+    big = sweep_of([(40 * i, 2000) for i in range(48)], options=options)
+    fig = big.figure()
+    fig.canvas.draw()  # laid out
+    renderer = fig.canvas.get_renderer()
+    assert fig.get_figwidth() * plots.DPI <= 1300 and fig.get_figheight() > fig.get_figwidth()
+    rates = fig.axes[0]
+    ticks = rates.get_yticklabels()
+    assert [t.get_text() for t in ticks] == [" ".join(label.split()) for label in big.labels()]
+    assert all(t.get_rotation() == 0 for t in ticks)
+    boxes = sorted((t.get_window_extent(renderer) for t in ticks), key=lambda b: b.y0)
+    assert all(low.y1 <= high.y0 for low, high in zip(boxes, boxes[1:]))  # no label over another
+    assert all(fig.bbox.x0 <= b.x0 for b in boxes)
+    values = [t for ax in fig.axes for t in ax.texts]
+    assert len(values) == 2 * 48 and all(t.get_window_extent(renderer).x1 <= fig.bbox.x1 for t in values)
+    assert len(fig.get_suptitle().splitlines()) <= 2 and "48" in fig.get_suptitle()
+    for small in ([(400, 2000), (800, 2000)], [(100 * i, 2000) for i in range(1, 7)]):
+        fig = sweep_of(small, options=options[:2]).figure()
+        ticks = fig.axes[1].get_xticklabels()  # a column each, under the mean scores, as before
+        assert len(ticks) == len(small) and all(t.get_rotation() == 0 and "\n" in t.get_text() for t in ticks)

@@ -56,8 +56,8 @@ pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 0.85em; 
 """
 
 FIGURE_CAPTIONS = {
-    "win_rate": "Win rate with its 95% Wilson interval (top) and mean score of the won games with its 95% "
-                "interval (bottom); both axes start at 0.",
+    "win_rate": "Win rate with its 95% Wilson interval (top, or left with a row per run) and mean score of the "
+                "won games with its 95% interval (bottom, or right); both axes start at 0.",
     "paired_difference": "Paired differences, A - B, on the same deals: win rate (95% Bonett-Price interval, "
                          "McNemar's exact p) and mean score over the games both won (95% interval). Black: "
                          "a difference shown (the interval excludes 0 and, for the win rate, p < 0.05), on "

@@ -233,9 +233,23 @@ def _rate_label(rate: float, low: float, high: float, digits: int | None, betwee
     return f"{fmt_pct(rate / 100, digits)}{between}({fmt_ci(low / 100, high / 100, digits)})"
 
 
+ROWS_ABOVE = 8
+"""More runs than this in a win-rate figure, and it has a row per run, read across, not a column each: 48
+columns made a figure 6,000 pixels wide that a page shrinks to a strip."""
+
+
+def _scores(scores, score_lows, score_highs, k: int):
+    """Mean scores and their interval's ends as arrays, NaN where there is none."""
+    import numpy as np
+
+    return tuple(np.array([np.nan if v is None else v for v in (values or [None] * k)], float)
+                 for values in (scores, score_lows, score_highs))
+
+
 def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=None, score_highs=None,
                     caption: str = "", digits: int | None = None):
-    """Win rate with its 95% interval, and mean score of the wins with its 95% interval, one column per run.
+    """Win rate with its 95% interval, and mean score of the wins with its 95% interval, one column per run
+    (one row per run when there are many, or their labels of several lines do not fit a column).
 
     Both value axes start at 0; each point and bar carries its value, a win
     rate with `digits` decimals when given, those of the table beside the
@@ -245,7 +259,17 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
     import numpy as np
 
     k = len(labels)
-    fig = _figure(max(6.5, 1.1 * k + 3), 5.2)
+    width = max(6.5, 1.1 * k + 3)
+    # A label wider than its column is wrapped at its spaces (run settings, "node_limit=3000 split_after=0"),
+    # and turned only when a single word is still too wide; labels of several lines that do not fit go in rows.
+    column = 0.85 * width * DPI / max(k, 1)
+    chars = max(8, int(column / (CAPTION_CHAR_PX * 0.9)))
+    wrapped = [str(v) if "\n" in str(v) else textwrap.fill(str(v), chars, break_long_words=False) for v in labels]
+    longest = max((len(line) for v in wrapped for line in v.splitlines()), default=0)
+    rotate = longest * CAPTION_CHAR_PX * 0.9 > column
+    if k > ROWS_ABOVE or (rotate and any("\n" in str(v) for v in labels)):
+        return _win_rate_rows(labels, rates, lows, highs, scores, title, score_lows, score_highs, caption, digits)
+    fig = _figure(width, 5.2)
     ax, ax2 = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
     x = np.arange(k)
     rates, lows, highs = (100 * np.asarray(v, float) for v in (rates, lows, highs))
@@ -263,9 +287,7 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
     ax.set_ylabel("win rate, % (95% CI)")
     ax.grid(axis="y", alpha=0.3)
 
-    means = np.array([np.nan if s is None else s for s in scores], float)
-    lo = np.array([np.nan if v is None else v for v in (score_lows or [None] * k)], float)
-    hi = np.array([np.nan if v is None else v for v in (score_highs or [None] * k)], float)
+    means, lo, hi = _scores(scores, score_lows, score_highs, k)
     has_ci = ~np.isnan(lo) & ~np.isnan(means)
     bars = ax2.bar(x, np.nan_to_num(means), 0.6, color=[_colour(i) for i in range(k)], alpha=0.75)
     if has_ci.any():
@@ -281,18 +303,63 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
     if np.all(np.isnan(means)):  # no mean score to draw: no invented scale
         ax2.set_yticks([])
     ax2.set_ylabel("mean score of wins\n(95% CI)")
-    # A label wider than its column is wrapped at its spaces (run settings, "node_limit=3000 split_after=0"),
-    # and turned only when a single word is still too wide.
-    column = 0.85 * fig.get_figwidth() * DPI / max(k, 1)
-    chars = max(8, int(column / (CAPTION_CHAR_PX * 0.9)))
-    wrapped = [str(v) if "\n" in str(v) else textwrap.fill(str(v), chars, break_long_words=False) for v in labels]
-    longest = max((len(line) for v in wrapped for line in v.splitlines()), default=0)
-    rotate = longest * CAPTION_CHAR_PX * 0.9 > column
     ax2.set_xticks(x, labels if rotate else wrapped, rotation=30 if rotate else 0, ha="right" if rotate else "center",
                    fontsize="small")
     ax2.grid(axis="y", alpha=0.3)
     _caption(fig, caption)
     _title(ax, title)
+    return fig
+
+
+def _win_rate_rows(labels, rates, lows, highs, scores, title: str, score_lows, score_highs, caption: str,
+                   digits: int | None):
+    """`win_rate_figure` with a row per run, first at the top: its label on the left in one line, its win rate
+    and mean score side by side, each value written at the right of its panel as in a table. Every other row
+    is shaded, so that a row reads across."""
+    import numpy as np
+    from matplotlib.transforms import blended_transform_factory
+
+    k = len(labels)
+    fig = _figure(11, 2.1 + 0.3 * k)
+    grid = fig.add_gridspec(2, 2, width_ratios=[3, 2], height_ratios=[0.001, 1])
+    ax = fig.add_subplot(grid[1, 0])
+    ax2 = fig.add_subplot(grid[1, 1], sharey=ax)
+    ax2.tick_params(labelleft=False)
+    head = fig.add_subplot(grid[0, :])  # the title, over both panels
+    head.axis("off")
+    y = np.arange(k)
+    rates, lows, highs = (100 * np.asarray(v, float) for v in (rates, lows, highs))
+    means, lo, hi = _scores(scores, score_lows, score_highs, k)
+    for i in range(k):
+        ax.errorbar([rates[i]], [y[i]], xerr=[[rates[i] - lows[i]], [highs[i] - rates[i]]], fmt="o", capsize=3,
+                    color=_colour(i), markersize=5)
+    has_ci = ~np.isnan(lo) & ~np.isnan(means)
+    ax2.barh(y, np.nan_to_num(means), 0.6, color=[_colour(i) for i in range(k)], alpha=0.75)
+    if has_ci.any():
+        ax2.errorbar(means[has_ci], y[has_ci], xerr=[means[has_ci] - lo[has_ci], hi[has_ci] - means[has_ci]],
+                     fmt="none", ecolor="#222", capsize=3)
+    values = ([_rate_label(r, a, b, digits) for r, a, b in zip(rates, lows, highs)],
+              ["no wins" if np.isnan(m) else f"{m:.2f}" for m in means])
+    for panel, texts in zip((ax, ax2), values):
+        at = blended_transform_factory(panel.transAxes, panel.transData)
+        for row, text in zip(y, texts):
+            panel.text(1.02, row, text, transform=at, ha="left", va="center", fontsize="x-small",
+                       color="#555" if text == "no wins" else "#222")
+        for row in y[1::2]:
+            panel.axhspan(row - 0.5, row + 0.5, color="#f2f2f2", zorder=0, linewidth=0)
+        panel.grid(axis="x", alpha=0.3)
+    top = np.nanmax(highs) if k and not np.all(np.isnan(highs)) else 100
+    ax.set_xlim(0, min(100, top * 1.15 + 1) if top < 80 else 101)
+    ax.set_ylim(k - 0.5, -0.5)
+    ax.set_yticks(y, [" ".join(str(v).split()) for v in labels], fontsize="small")
+    ax.set_xlabel("win rate, % (95% CI)")
+    ax2.set_xlim(0, max(1.0, np.nanmax(np.where(np.isnan(hi), means, hi)) * 1.1) if not np.all(np.isnan(means))
+                 else 1.0)
+    if np.all(np.isnan(means)):  # no mean score to draw: no invented scale
+        ax2.set_xticks([])
+    ax2.set_xlabel("mean score of wins (95% CI)")
+    _caption(fig, caption)
+    _title(head, title)
     return fig
 
 

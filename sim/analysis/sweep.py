@@ -1,6 +1,7 @@
 """Rule-variant sweeps (`sim sweep`): one run per combination of rule option values, on the same deals."""
 
 import itertools
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -137,9 +138,16 @@ class Sweep:
         """Win rate (with intervals) and mean score of each combination, as a matplotlib figure."""
         from sim.analysis.plots import win_rate_figure
 
+        from sim.analysis.plots import ROWS_ABOVE
+
         rows = self.rows
         caption = "runs: " + "; ".join(f"{' '.join(label.split())}: {Path(r.path).name}"
                                        for label, r in zip(self.labels(), rows))
+        paths = [Path(r.path) for r in rows]
+        prefix = os.path.commonprefix([p.name for p in paths]).rstrip("-")
+        if len(rows) > ROWS_ABOVE and prefix and len({p.parent for p in paths}) == 1:  # a row each: a wall of names
+            caption = (f"runs: the {len(rows)} directories {prefix}* in {paths[0].parent}/, one per row "
+                       "(each named in the page's Runs table and the JSON)")
         return win_rate_figure(self.labels(), [r.win_rate for r in rows], [r.win_rate_low for r in rows],
                                [r.win_rate_high for r in rows], [r.mean_score for r in rows],
                                f"{self.player}: win rate by rule options ({count(self.n, 'game')} each, same deals, "
