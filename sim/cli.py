@@ -746,8 +746,7 @@ def sweep(
         fail("-n is required (e.g. -n 1e5): the games each combination plays")
     with library_errors(verbose):
         axes = sw.parse_sweep_options(rule)
-        result = sw.sweep(policy, _count(n), axes, seed=seed, policy_args=parse_policy_args(policy_arg),
-                          say_reused=not quiet, **how)
+        result = sw.sweep(policy, _count(n), axes, seed=seed, policy_args=parse_policy_args(policy_arg), **how)
     from sim.analysis import html as pages, plots
 
     write_outputs(png, html, lambda: plots.sweep_figures(result),

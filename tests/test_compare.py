@@ -180,7 +180,7 @@ def test_sweep_runs_every_combination_on_the_same_deals(tmp_path, monkeypatch, r
     assert "data:image/png;base64," in page and f"{data['rows'][0]['wins']:,}" in page and "foursquare-sim " in page
     text = cli.invoke(app, ["sweep", "-n", str(N), "--seed", "3", "--rule", "max_face_down=3,5",
                             "--rule", "max_pile=3,4"])  # not -q: it leaves the notes out
-    assert text.exit_code == 0 and text.stdout.count("reused") == 4
+    assert text.exit_code == 0 and text.stderr.count("reusing") == 4 and "reused" not in text.stdout
     assert text.stdout.splitlines()[-7].split()[:2] == ["max_face_down", "max_pile"]
 
 
@@ -301,3 +301,17 @@ def test_a_run_in_the_way_is_said_in_the_command_lines_words(tmp_path, monkeypat
     assert (f"(policy_args weights={tmp_path / 'a' / 'w.json'}, wanted weights={tmp_path / 'b' / 'w.json'}); "
             "use --force") in res.stderr, res.stderr
     assert "{" not in res.stderr and "'" not in res.stderr
+
+
+def test_a_sweep_prints_the_same_result_whether_its_runs_are_played_or_reused(tmp_path, monkeypatch):
+    """Reused runs were said twice, on stderr as they were reused and again as notes on stdout."""
+    monkeypatch.chdir(tmp_path)
+    args = ["sweep", "-n", "200", "--rule", "max_face_down=3,4", "-w", "1"]
+    for fmt in ("text", "markdown"):
+        played = cli.invoke(app, [*args, "--format", fmt, "--force"])
+        reused = cli.invoke(app, [*args, "--format", fmt])
+        assert played.exit_code == reused.exit_code == 0, (played.output, reused.output)
+        assert "reusing" not in played.stderr and reused.stderr.count("reusing") == 2
+        assert reused.stdout == played.stdout and "reuse" not in reused.stdout
+    data = json.loads(cli.invoke(app, [*args, "--format", "json"]).stdout)
+    assert [row["reused"] for row in data["rows"]] == [True, True] and data["notes"] == []

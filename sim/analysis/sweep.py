@@ -5,7 +5,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sim.analysis.compare import json_ready, render_as, make_runs, reuse_notes
+from sim.analysis.compare import json_ready, render_as, make_runs
 from sim.analysis.report import load_report
 from sim.analysis.tables import Table, count, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, policy_text
 from sim.engine.rules import Rules
@@ -88,7 +88,7 @@ class Sweep:
     rows: tuple[SweepRow, ...]
     """One row per combination, the first option varying slowest."""
     notes: tuple[str, ...] = field(default=())
-    """Lines printed above the table (e.g. which runs were reused)."""
+    """Lines printed above the table."""
     policy_args: dict = field(default_factory=dict)
     """The policy's arguments, as its runs recorded them (a weights file's absolute path)."""
 
@@ -156,10 +156,11 @@ class Sweep:
 
 
 def sweep(policy: str, n: int, option_values: list[tuple[str, list[str]]], seed: int = 0,
-          base_rules: Rules | None = None, say_reused: bool = True, **run_options) -> Sweep:
+          base_rules: Rules | None = None, **run_options) -> Sweep:
     """One run per combination of option values, all on the same deals; their win rates and mean scores.
 
-    With `say_reused`, the notes say which runs were reused (a notice: `--quiet` leaves it out; `reused` stays).
+    The result is the same whether a run was played or reused: which runs were reused is each row's `reused`
+    (and `make_runs` notifies it as it goes), not a note above the table.
     """
     base = (base_rules or Rules()).as_dict()
     combos = combinations(option_values)
@@ -177,4 +178,4 @@ def sweep(policy: str, n: int, option_values: list[tuple[str, list[str]]], seed:
                              mean_score_high=r.score_mean_high, reused=reused))
     args = runner.read_manifest(made[0][0]).get("policy_args") or {}  # as the runs recorded them
     return Sweep(policy=policy, n=n, seed=seed, options=tuple(k for k, _ in option_values), rows=tuple(rows),
-                 notes=tuple(reuse_notes(made)) if say_reused else (), policy_args=dict(args))
+                 policy_args=dict(args))
