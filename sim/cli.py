@@ -713,8 +713,8 @@ def compare(
 @app.command()
 def sweep(
     rule: Annotated[list[str], typer.Option("--rule", metavar="KEY=V1,V2,...", help="Option and the values to try, repeatable: max_face_down=3,4,5.", show_default=False)],
+    n: Annotated[str, typer.Option("-n", metavar="N", help="Games per combination: 1e6, 2.5e5, 1_000_000.", show_default=False)],
     policy: PolicyOpt = "greedy",
-    n: Annotated[Optional[str], typer.Option("-n", metavar="N", help="Games per combination: 1e6, 2.5e5, 1_000_000.")] = None,
     seed: SeedOpt = 0,
     workers: WorkersOpt = None,
     force: ForceOpt = False,
@@ -742,8 +742,6 @@ def sweep(
     logging_options(verbose, quiet)
     check_policy(policy)
     how = execution(workers, quiet, force=force, record_deals=record_deals)
-    if n is None:
-        fail("-n is required (e.g. -n 1e5): the games each combination plays")
     with library_errors(verbose):
         axes = sw.parse_sweep_options(rule)
         result = sw.sweep(policy, _count(n), axes, seed=seed, policy_args=parse_policy_args(policy_arg), **how)

@@ -315,3 +315,13 @@ def test_a_sweep_prints_the_same_result_whether_its_runs_are_played_or_reused(tm
         assert reused.stdout == played.stdout and "reuse" not in reused.stdout
     data = json.loads(cli.invoke(app, [*args, "--format", "json"]).stdout)
     assert [row["reused"] for row in data["rows"]] == [True, True] and data["notes"] == []
+
+
+def test_a_sweeps_n_is_marked_required(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    helps = [line for line in cli.invoke(app, ["sweep", "-h"], terminal_width=200).stdout.splitlines()
+             if line.lstrip().startswith("-n ")]
+    assert len(helps) == 1 and "[required]" in helps[0], helps
+    missing = cli.invoke(app, ["sweep", "--rule", "max_pile=3,4"])
+    assert missing.exit_code == 2 and "-n" in missing.stderr and not (tmp_path / "results").exists()
+
