@@ -158,7 +158,7 @@ def test_sweep_runs_every_combination_on_the_same_deals(tmp_path, monkeypatch, r
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     got = [(row["max_face_down"], row["max_pile"]) for row in data["rows"]]
-    assert got == [("3", "3"), ("3", "4"), ("5", "3"), ("5", "4")]
+    assert got == [(3, 3), (3, 4), (5, 3), (5, 4)]
     decks = None
     for row in data["rows"]:
         df = read_games(tmp_path / row["path"])
@@ -172,7 +172,7 @@ def test_sweep_runs_every_combination_on_the_same_deals(tmp_path, monkeypatch, r
         assert decks is None or (this == decks).all()
         decks = this
     rates = {(r["max_face_down"], r["max_pile"]): r["win_rate"] for r in data["rows"]}
-    assert rates[("5", "4")] > rates[("3", "4")]  # more face-down cards allowed: more wins on the same deals
+    assert rates[(5, 4)] > rates[(3, 4)]  # more face-down cards allowed: more wins on the same deals
     png = (tmp_path / "figs" / "win_rate.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     assert Image.open(io.BytesIO(png)).size[0] >= 500
@@ -325,3 +325,14 @@ def test_a_sweeps_n_is_marked_required(tmp_path, monkeypatch):
     missing = cli.invoke(app, ["sweep", "--rule", "max_pile=3,4"])
     assert missing.exit_code == 2 and "-n" in missing.stderr and not (tmp_path / "results").exists()
 
+
+def test_a_sweeps_json_gives_numbers_for_numeric_options(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = cli.invoke(app, ["sweep", "-n", "20", "--rule", "max_face_down=3,4", "--rule", "adjacency=orthogonal,king",
+                           "-w", "1", "-q", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["rows"]
+    assert [(r["max_face_down"], r["adjacency"]) for r in rows] == [
+        (3, "orthogonal"), (3, "king"), (4, "orthogonal"), (4, "king")]
+    manifest = json.loads((tmp_path / rows[0]["path"] / "manifest.json").read_text())
+    assert manifest["rules"]["max_face_down"] == rows[0]["max_face_down"]  # as the run writes its rules

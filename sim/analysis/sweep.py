@@ -124,10 +124,16 @@ class Sweep:
         return "\n".join([self.header(), "", *[f"- {n}" for n in self.notes], "", self.table().markdown()]) + "\n"
 
     def to_dict(self) -> dict:
-        """JSON-ready, each row with its option values as keys instead of a `values` list."""
+        """JSON-ready, each row with its option values as keys instead of a `values` list, a number for a
+        numeric option (as a run's manifest writes its rules)."""
         d = json_ready(asdict(self))
-        d["rows"] = [{**dict(zip(self.options, r["values"])), **{k: v for k, v in r.items() if k != "values"}}
-                     for r in d["rows"]]
+        default = Rules().as_dict()
+
+        def value(option: str, v):
+            return int(v) if isinstance(default.get(option), int) else v
+
+        d["rows"] = [{**{k: value(k, v) for k, v in zip(self.options, r["values"])},
+                      **{k: v for k, v in r.items() if k != "values"}} for r in d["rows"]]
         return d
 
     def render(self, fmt: str) -> str:
