@@ -3,6 +3,7 @@
 import io
 import json
 import math
+import sys
 from fractions import Fraction
 
 import polars as pl
@@ -336,3 +337,28 @@ def test_a_sweeps_json_gives_numbers_for_numeric_options(tmp_path, monkeypatch):
         (3, "orthogonal"), (3, "king"), (4, "orthogonal"), (4, "king")]
     manifest = json.loads((tmp_path / rows[0]["path"] / "manifest.json").read_text())
     assert manifest["rules"]["max_face_down"] == rows[0]["max_face_down"]  # as the run writes its rules
+
+
+def test_an_interrupted_sweep_says_that_the_same_sweep_run_again_finishes_it(tmp_path, monkeypatch):
+    """It said "Finish with: sim run --resume <one run>", which finishes one combination of several."""
+    from sim.jobs import runner
+
+    monkeypatch.chdir(tmp_path)
+    args = ["sweep", "-n", "300", "--rule", "max_face_down=3,4", "-w", "1"]
+    monkeypatch.setattr(sys, "argv", ["sim", *args])  # the command line the message repeats
+    write = runner.write_atomic
+
+    def interrupted(*a, **k):  # Ctrl-C as the first part is written
+        monkeypatch.setattr(runner, "write_atomic", write)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "write_atomic", interrupted)
+    res = cli.invoke(app, args)
+    assert res.exit_code == 130, res.output
+    line = res.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: interrupted") and "--resume" not in line, line
+    assert line.endswith("Run the same command again to finish every run (the complete ones are reused): sim "
+                         + " ".join(args)), line
+    again = cli.invoke(app, [*args, "--format", "json"])
+    assert again.exit_code == 0, again.output
+    assert [row["games"] for row in json.loads(again.stdout)["rows"]] == [300, 300]

@@ -39,7 +39,7 @@ from sim.analysis.tables import (Table, count, fmt_ci, fmt_int, fmt_num, fmt_pct
                                  rules_text)
 from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
-from sim.errors import magnitude
+from sim.errors import Interrupted, magnitude
 from sim.jobs import runner
 from sim.jobs.play import DEFAULT_CHUNK, RunConfig, default_out, resume, run, settled
 from sim.jobs.resume import finish_command
@@ -698,14 +698,29 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
         if notify:
             notify(f"[{k}/{len(plan)}] {what}: " + {"reuse": f"reusing {out}", "finish": f"finishing {out}{why}"}.get(
                 action, f"playing {n:,} games into {out}{why}"))
-        if action == "finish":
-            resume(out, policy=config.policy, policy_args=config.policy_args, workers=workers, progress=progress,
-                   notify=notify)
-        elif action != "reuse":
-            run(config, out=out, force=force or action == "replace", workers=workers, progress=progress,
-                command=command, notify=notify)
+        try:
+            if action == "finish":
+                resume(out, policy=config.policy, policy_args=config.policy_args, workers=workers,
+                       progress=progress, notify=notify)
+            elif action != "reuse":
+                run(config, out=out, force=force or action == "replace", workers=workers, progress=progress,
+                    command=command, notify=notify)
+        except Interrupted as e:
+            raise Interrupted(_finish_all(str(e), force, command)) from None
         made.append((out, action == "reuse"))
     return made
+
+
+def _finish_all(message: str, force: bool, command: str | None) -> str:
+    """An interrupted run's message, its "Finish with: sim run --resume <this run>" (one run of several) made
+    "run the same command again", which reuses the complete runs and finishes this one."""
+    said, sep, _ = message.partition(" Finish with: ")
+    if not sep:  # no run to finish (a --force that put the run it replaces back)
+        return message
+    if force:  # --force again would play the complete runs again too
+        return f"{said} Run the same command again without --force to finish every run (the complete ones are reused)"
+    return f"{said} Run the same command again to finish every run (the complete ones are reused)" + (
+        f": {command}" if command else "")
 
 
 def reuse_notes(made: list[tuple[Path, bool]]) -> list[str]:
