@@ -345,6 +345,14 @@ def test_a_plugin_file_edited_while_a_run_goes_on_does_not_change_its_rows(tmp_p
     assert a.equals(b)
 
 
+def test_tune_verbose_names_the_weight_vectors_it_hands_out():
+    # -v used to say "chunk 0 -> worker-1" of a weight vector.
+    r = invoke("tune", "-n", "20", "--rounds", "1", "--population", "3", "--elite", "2", "-w", "1", "-v")
+    assert r.exit_code == 0, r.output
+    handed = [line for line in r.stderr.splitlines() if "-> worker-" in line]
+    assert len(handed) == 3 and all("weight vector" in line and "chunk" not in line for line in handed), r.stderr
+
+
 def test_tune_plays_its_games_in_steps_with_the_sums_of_one_call():
     # play_sums keeps memory bounded whatever n (sim tune -n 1e9): the steps change nothing but when it reports.
     from policies.heuristic import DEFAULT_WEIGHTS

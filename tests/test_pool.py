@@ -47,6 +47,18 @@ def test_an_exception_in_a_worker_is_reported_with_its_task():
         list(run_tasks(raise_on_two, ((k, k) for k in range(5)), workers=2))
 
 
+def test_the_caller_names_its_tasks_in_debug_lines_and_errors(caplog):
+    # sim tune hands out weight vectors, not chunks: its -v lines and errors say so.
+    with caplog.at_level(logging.DEBUG, logger="sim.pool"):
+        assert dict(run_tasks(square, ((k, k) for k in range(2)), workers=1, what="weight vector")) == {0: 0, 1: 1}
+    said = [r.getMessage() for r in caplog.records if r.name == "sim.pool"]
+    assert said == ["weight vector 0 -> worker-1", "weight vector 1 -> worker-1"]
+    with pytest.raises(TaskFailed, match="^weight vector 2 failed in a worker: ValueError: bad payload 2$"):
+        list(run_tasks(raise_on_two, ((k, k) for k in range(5)), workers=2, what="weight vector"))
+    with pytest.raises(WorkerDied, match="while running weight vector 3$"):
+        list(run_tasks(die_on_three, ((k, k) for k in range(6)), workers=2, what="weight vector"))
+
+
 class Collect(logging.Handler):
     def __init__(self):
         super().__init__()

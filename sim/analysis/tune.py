@@ -142,7 +142,7 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
         tasks = ((i, (policy, pop[i].tolist(), seed, n, rules.as_dict())) for i in range(population))
         wins = np.zeros(population)
         score = np.zeros(population)
-        for i, (w, s) in run_tasks(_evaluate, tasks, min(workers, population)):  # no idle workers
+        for i, (w, s) in run_tasks(_evaluate, tasks, min(workers, population), what="weight vector"):  # no idle workers
             wins[i], score[i] = w, s
             if on_games is not None:
                 on_games(n)

@@ -35,17 +35,17 @@ log = logging.getLogger("sim.pool")
 class WorkerDied(RuntimeError):
     """A worker process ended while it held a task."""
 
-    def __init__(self, key, exitcode):
+    def __init__(self, key, exitcode, what: str = "chunk"):
         self.key = key
         self.exitcode = exitcode
         how = f"killed by signal {-exitcode}" if exitcode is not None and exitcode < 0 else f"exit code {exitcode}"
-        super().__init__(f"a worker process died ({how}) while running chunk {key}")
+        super().__init__(f"a worker process died ({how}) while running {what} {key}")
 
 
 class TaskFailed(RuntimeError):
     """A task raised in a worker; the message carries the worker's traceback."""
 
-    def __init__(self, key, message):
+    def __init__(self, key, message, what: str = "chunk"):
         self.key = key
         self.worker_traceback = message
         last = message.strip().splitlines()[-1] if message.strip() else "unknown error"
@@ -53,7 +53,7 @@ class TaskFailed(RuntimeError):
         self.error_type = kind.rsplit(".", 1)[-1]
         """Class name of the exception raised in the worker."""
         self.error_message = text
-        super().__init__(f"chunk {key} failed in a worker: {last}")
+        super().__init__(f"{what} {key} failed in a worker: {last}")
 
 
 _PR_SET_PDEATHSIG = 1
@@ -127,8 +127,12 @@ def run_tasks(
     tasks: Iterable[tuple[object, object]],
     workers: int,
     initializer: Callable | None = None,
+    what: str = "chunk",
 ) -> Iterator[tuple[object, object]]:
     """Run fn(payload) for each (key, payload) in worker processes; yield (key, result) as they finish.
+
+    `what` is what a task is called in the debug lines and the errors that name one ("chunk", "weight
+    vector"), so that they speak of the caller's items.
 
     At most one task per worker is in flight, so memory does not grow with
     the number of tasks. `tasks` may yield WAIT (see there): idle workers are
@@ -159,8 +163,8 @@ def run_tasks(
                 conns[w].send((key, payload))
             except OSError:
                 procs[w].join(1)
-                raise WorkerDied(key, procs[w].exitcode) from None
-            log.debug("chunk %s -> worker-%d", key, w + 1)
+                raise WorkerDied(key, procs[w].exitcode, what) from None
+            log.debug("%s %s -> worker-%d", what, key, w + 1)
 
         def hand_out_all():
             for w in range(workers):
@@ -179,15 +183,15 @@ def run_tasks(
                         status, key, result = conns[w].recv()
                     except (EOFError, OSError):
                         procs[w].join(1)
-                        raise WorkerDied(holding[w], procs[w].exitcode) from None
+                        raise WorkerDied(holding[w], procs[w].exitcode, what) from None
                     del holding[w]
                     if status == "error":
-                        raise TaskFailed(key, result)
+                        raise TaskFailed(key, result, what)
                     yield key, result
                     hand_out_all()
                 elif procs[w].sentinel in ready:
                     procs[w].join(1)
-                    raise WorkerDied(holding[w], procs[w].exitcode)
+                    raise WorkerDied(holding[w], procs[w].exitcode, what)
     finally:
         for w, p in enumerate(procs):
             if p.is_alive() and w not in holding:
