@@ -791,13 +791,15 @@ def tune(
         f"round {r}/{rounds}: train win rate {fmt_pct(best)} (best), {fmt_pct(mean)} (population mean)", err=True))
     baseline = None if quiet else (lambda rate: typer.echo(
         f"baseline: train win rate {fmt_pct(rate)} (default weights; {train})", err=True))
-    bar = games_bar(rounds * population * count, quiet, "search")
+    # The baseline, every candidate, then the tuned weights on the training and the validation games.
+    bar = games_bar((1 + rounds * population + 2) * count, quiet, "search")
     try:
         with library_errors(verbose), bar, interrupt_on_sigterm():
             result = run_tune(policy, count, seed=seed, rounds=rounds, population=population, elite=elite,
                               validation_seed=validation_seed, rules=parse_rules(rule),
                               workers=workers or os.cpu_count() or 1,
-                              on_round=above(bar, report), on_baseline=above(bar, baseline), on_games=bar.update)
+                              on_round=above(bar, report), on_baseline=above(bar, baseline), on_games=bar.update,
+                              on_other_games=bar.update)
     except KeyboardInterrupt:
         fail("interrupted; nothing written", 130)
     data = result.as_json()

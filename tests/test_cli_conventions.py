@@ -274,6 +274,23 @@ def test_tune_prints_a_baseline_first_and_every_win_rate_alike(tmp_path):
         assert rates and all(re.fullmatch(r"\d+\.\d\d%", x) for x in rates), line
 
 
+def test_tunes_progress_bar_counts_the_baseline_and_the_final_games(monkeypatch):
+    # The bar stood at 0% while the baseline played and at 100% while the tuned weights played twice more.
+    import sim.cli
+
+    bars, games_bar = [], sim.cli.games_bar
+    monkeypatch.setattr(sim.cli, "show_progress", lambda quiet: True)
+    monkeypatch.setattr(sim.cli, "games_bar", lambda *a, **kw: bars.append(games_bar(*a, **kw)) or bars[-1])
+    r = invoke("tune", "-n", "20", "--rounds", "2", "--population", "3", "--elite", "2", "-w", "1")
+    assert r.exit_code == 0, r.output
+    assert bars[0].total == bars[0].n == (1 + 2 * 3 + 1) * 20 + 20  # baseline, candidates, train, validation
+    from sim.analysis.tune import tune
+
+    other = []
+    tune(n=20, seed=3, rounds=1, population=3, elite=2, validation_n=30, on_other_games=other.append)
+    assert other == [20, 20, 30]
+
+
 # --- audit: usage errors before any work ---------------------------------------------------------------
 
 SMALL_TUNE = ("--rounds", "1", "--population", "3", "--elite", "2")

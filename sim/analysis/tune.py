@@ -96,20 +96,23 @@ def play_sums(seed: int, n: int, policy: str, rules: Rules, params, on_games=Non
     return wins, score
 
 
-def _evaluate(task):
+def _evaluate(task, on_games=None):
     policy, weights, seed, n, rules = task
-    return play_sums(seed, n, policy, Rules(**rules), np.asarray(weights))
+    return play_sums(seed, n, policy, Rules(**rules), np.asarray(weights), on_games=on_games)
 
 
 def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int = 15, population: int = 30,
          elite: int = 6, validation_seed: int | None = None, validation_n: int | None = None,
          rules: Rules | None = None, workers: int = 1, start: np.ndarray | None = None,
-         noise: float = 4.0, on_round=None, on_baseline=None, on_games=None) -> TuneResult:
+         noise: float = 4.0, on_round=None, on_baseline=None, on_games=None, on_other_games=None) -> TuneResult:
     """Cross-entropy search of `policy`'s weights; `on_round(round, best, mean)` reports progress.
 
     Before the first round the default weights are played on the training
     games (`on_baseline(win_rate)` hears it): the baseline the search has to beat.
-    `on_games(n)` hears each candidate's n games played (for a progress bar).
+    `on_games(n)` hears each candidate's n games played, `on_other_games(k)`
+    the games of the baseline and of the final weights on the training and
+    the validation seed (for a progress bar: they take as long as three
+    candidates, and the bar would stand still meanwhile).
     """
     seed, validation_seed = check_seeds(seed, validation_seed)
     if policy not in TUNABLE:
@@ -127,7 +130,7 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
         raise ValueError("the validation seed must differ from the training seed")
     validation_n = validation_n or n
     warm_up(policy)  # compiled once here, before the workers fork
-    baseline = _evaluate((policy, DEFAULT_WEIGHTS.tolist(), seed, n, rules.as_dict()))[0] / n
+    baseline = _evaluate((policy, DEFAULT_WEIGHTS.tolist(), seed, n, rules.as_dict()), on_other_games)[0] / n
     if on_baseline is not None:
         on_baseline(baseline)
     rng = np.random.default_rng(seed)
@@ -158,8 +161,8 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
         if on_round is not None:
             on_round(r + 1, wins.max() / n, wins.mean() / n)
     weights = np.round(mean, 4)
-    train = _evaluate((policy, weights.tolist(), seed, n, rules.as_dict()))[0]
-    valid = _evaluate((policy, weights.tolist(), validation_seed, validation_n, rules.as_dict()))[0]
+    train = _evaluate((policy, weights.tolist(), seed, n, rules.as_dict()), on_other_games)[0]
+    valid = _evaluate((policy, weights.tolist(), validation_seed, validation_n, rules.as_dict()), on_other_games)[0]
     return TuneResult(
         features=tuple(FEATURES), weights=tuple(float(w) for w in weights),
         train_win_rate=train / n, validation_win_rate=valid / validation_n,
