@@ -809,11 +809,14 @@ def tune(
         except OSError as e:
             fail(f"cannot write {out}: {e.strerror or e}", 1)
     lo, hi = result.validation_interval
-    typer.echo("weights:")
+    typer.echo("weights:" if result.chosen == "mean" else
+               f"weights (the best vector played: the mean of the last round's elite won "
+               f"{fmt_pct(result.mean_train_win_rate)} of the training games):")
     for name, value in data["weights"].items():
         typer.echo(f"  {name:10s} {value:9.4f}")
     typer.echo(f"baseline win rate   {fmt_pct(result.baseline_win_rate)} (default weights; {train})")
-    typer.echo(f"train win rate      {fmt_pct(result.train_win_rate)} (tuned weights; {train})")
+    below = ": below the baseline" if result.train_win_rate < result.baseline_win_rate else ""  # even with -q
+    typer.echo(f"train win rate      {fmt_pct(result.train_win_rate)} (tuned weights; {train}){below}")
     typer.echo(f"validation win rate {fmt_pct(result.validation_win_rate)} (tuned weights; 95% CI "
                f"{fmt_pct(lo)} .. {fmt_pct(hi)}; seed {result.settings['validation_seed']}, "
                f"{result.settings['validation_n']:,} games)")

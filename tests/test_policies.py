@@ -345,6 +345,32 @@ def test_a_plugin_file_edited_while_a_run_goes_on_does_not_change_its_rows(tmp_p
     assert a.equals(b)
 
 
+def test_tune_never_returns_an_unplayed_mean_worse_than_the_best_vector_and_the_defaults(monkeypatch):
+    # One small round from greedy's preferences: the elite's mean won 1.05% of the training games, the best vector
+    # played 10.60%, the defaults 85.25%; it returned the mean.
+    import sim.analysis.tune
+    from sim.analysis.tune import tune
+
+    kw = dict(n=2000, seed=11, rounds=1, population=3, elite=2, workers=1)
+    r = tune(**kw)
+    assert r.chosen == "best played" and r.mean_train_win_rate < r.train_win_rate < r.baseline_win_rate
+    assert r.train_win_rate == max(best for best, _ in r.history)
+    for seed, n, rate in ((11, 2000, r.train_win_rate), (12, 2000, r.validation_win_rate)):  # its own rates
+        assert sim.play_range(seed, 0, n, "heuristic", policy_args={"weights": ",".join(map(repr, r.weights))}
+                              ).won.mean() == rate
+    # A mean that wins at least the defaults' games is the result (as `sim tune`'s shipped defaults were made).
+    monkeypatch.setattr(sim.analysis.tune, "DEFAULT_WEIGHTS", np.array([10.0] + [0.0] * 6))  # seeks face-down
+    r = tune(**kw)
+    assert r.chosen == "mean" and r.baseline_win_rate <= r.train_win_rate == r.mean_train_win_rate
+    assert r.train_win_rate < max(best for best, _ in r.history)
+    # Worse than the defaults is said in the result itself, which --quiet keeps.
+    monkeypatch.undo()
+    out = invoke("tune", "-n", "2000", "--rounds", "1", "--population", "3", "--elite", "2", "-w", "1", "-q")
+    assert out.exit_code == 0 and out.stderr == "", out.output
+    assert out.stdout.startswith("weights (the best vector played: the mean of the last round's elite won 1.05% of")
+    assert "train win rate      10.60% (tuned weights; seed 11, 2,000 games): below the baseline" in out.stdout
+
+
 def test_tune_verbose_names_the_weight_vectors_it_hands_out():
     # -v used to say "chunk 0 -> worker-1" of a weight vector.
     r = invoke("tune", "-n", "20", "--rounds", "1", "--population", "3", "--elite", "2", "-w", "1", "-v")

@@ -51,6 +51,10 @@ class TuneResult:
     """The arguments that produced this result."""
     baseline_win_rate: float | None = None
     """Win rate of the default weights on the training games: what the tuning has to beat."""
+    chosen: str = "mean"
+    """Which vector the weights are: "mean" (the last round's elite's mean) or "best played" (see `tune`)."""
+    mean_train_win_rate: float | None = None
+    """Win rate of the last round's elite's mean on the training games (the weights' own when chosen is "mean")."""
 
     def as_json(self) -> dict:
         """The weights by feature name, their win rates and the settings, as `sim tune` saves them."""
@@ -60,6 +64,7 @@ class TuneResult:
             "train_win_rate": self.train_win_rate,
             "validation_win_rate": self.validation_win_rate,
             "validation_interval": list(self.validation_interval),
+            "chosen": self.chosen,
             "settings": self.settings,
         }
 
@@ -109,6 +114,13 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
 
     Before the first round the default weights are played on the training
     games (`on_baseline(win_rate)` hears it): the baseline the search has to beat.
+    The result is the last round's elite's mean, unless it wins fewer training
+    games than the defaults: then the search has not settled, and the mean of
+    elite vectors far apart can play far worse than any of them (1% against
+    11% after one small round), so the best vector played in any round is the
+    result when it wins more training games than the mean (chosen "best
+    played"). A mean that beats the defaults stays the result, as it was when
+    the defaults were tuned.
     `on_games(n)` hears each candidate's n games played, `on_other_games(k)`
     the games of the baseline and of the final weights on the training and
     the validation seed (for a progress bar: they take as long as three
@@ -130,7 +142,8 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
         raise ValueError("the validation seed must differ from the training seed")
     validation_n = validation_n or n
     warm_up(policy)  # compiled once here, before the workers fork
-    baseline = _evaluate((policy, DEFAULT_WEIGHTS.tolist(), seed, n, rules.as_dict()), on_other_games)[0] / n
+    baseline_wins = _evaluate((policy, DEFAULT_WEIGHTS.tolist(), seed, n, rules.as_dict()), on_other_games)[0]
+    baseline = baseline_wins / n
     if on_baseline is not None:
         on_baseline(baseline)
     rng = np.random.default_rng(seed)
@@ -139,6 +152,7 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
     mean = np.array(start, dtype=float) if start is not None else np.array([-10.0, -1.0] + [0.0] * (d - 2))
     spread = np.full(d, 5.0)
     history = []
+    best_played = None  # (wins, score of the wins, weights) of the best vector played so far
     for r in range(rounds):
         pop = mean + spread * rng.standard_normal((population, d))
         pop[0] = mean  # the current mean always competes
@@ -151,6 +165,9 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
                 on_games(n)
         # Most wins first; the total score of the wins breaks ties.
         order = np.lexsort((-score, -wins))
+        top = order[0]
+        if best_played is None or (wins[top], score[top]) > best_played[:2]:
+            best_played = (wins[top], score[top], pop[top].copy())
         best = pop[order[:elite]]
         mean = best.mean(axis=0)
         extra = noise * max(0.0, 1.0 - (r + 1) / (0.75 * rounds))  # variance added, fading out
@@ -161,7 +178,11 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
         if on_round is not None:
             on_round(r + 1, wins.max() / n, wins.mean() / n)
     weights = np.round(mean, 4)
-    train = _evaluate((policy, weights.tolist(), seed, n, rules.as_dict()), on_other_games)[0]
+    train, train_score = _evaluate((policy, weights.tolist(), seed, n, rules.as_dict()), on_other_games)
+    mean_train, chosen = train / n, "mean"
+    if train < baseline_wins and best_played is not None and best_played[:2] > (train, train_score):
+        train, chosen = best_played[0], "best played"
+        weights = best_played[2]  # as it was played: its win rates are its own
     valid = _evaluate((policy, weights.tolist(), validation_seed, validation_n, rules.as_dict()), on_other_games)[0]
     return TuneResult(
         features=tuple(FEATURES), weights=tuple(float(w) for w in weights),
@@ -170,5 +191,5 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
         settings={"policy": policy, "n": n, "seed": seed, "rounds": rounds, "population": population,
                   "elite": elite, "noise": noise, "validation_seed": validation_seed, "validation_n": validation_n,
                   "rules": rules.as_dict()},
-        baseline_win_rate=baseline,
+        baseline_win_rate=baseline, chosen=chosen, mean_train_win_rate=mean_train,
     )
