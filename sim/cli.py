@@ -291,8 +291,14 @@ def logging_options(verbose: int, quiet: bool) -> None:
     setup_logging(verbose, quiet)
 
 
-def check_out_file(out: Path | None) -> None:
-    """--out FILE must be writable before any work: its folder exists, and it is not a directory."""
+OUT_FILE_READ_UP_TO = 10 * 2**20
+"""Bytes of an existing --out file read to tell whether it is one the command wrote (theirs are a few kB)."""
+
+
+def check_out_file(out: Path | None, kind: str, ours) -> None:
+    """--out FILE must be writable before any work: its folder exists, and it is not a directory. It may replace
+    only a `kind` file (e.g. "weights file of sim tune"), one whose JSON `ours` accepts, never another file
+    (a run's manifest, say), and it may not lie in a run directory, whose files a reader takes for the run's."""
     import os
 
     if out is None:
@@ -304,6 +310,23 @@ def check_out_file(out: Path | None) -> None:
         fail(f"--out {out}: {parent} is not a directory")
     if not os.access(parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
         fail(f"--out {out} is not writable")
+    from sim.analysis.datasets import run_holding
+
+    run_dir = run_holding(out)
+    if run_dir is not None:
+        fail(f"--out {out} lies in the run directory {run_dir}; give a file outside it")
+    if out.exists() and not _holds(out, ours):
+        fail(f"--out {out} exists and is not a {kind}; give a new file name")
+
+
+def _holds(path: Path, ours) -> bool:
+    """Does the file hold JSON that `ours` accepts? (Not when it is too large, unreadable or not JSON.)"""
+    try:
+        if path.stat().st_size > OUT_FILE_READ_UP_TO:
+            return False
+        return ours(json.loads(path.read_bytes()))
+    except (OSError, ValueError):
+        return False
 
 
 def check_scheduler(executor: str, scheduler: str | None) -> None:
@@ -778,14 +801,14 @@ def tune(
     import os
 
     from sim.analysis.tables import fmt_pct
-    from sim.analysis.tune import tune as run_tune
+    from sim.analysis.tune import is_weights_file, tune as run_tune
     from sim.jobs.files import write_json_atomic
     from sim.jobs.runner import interrupt_on_sigterm
 
     logging_options(verbose, quiet)
     check_policy(policy)
     count, workers = _count(n), check_workers(workers)
-    check_out_file(out)
+    check_out_file(out, "weights file of sim tune", is_weights_file)
     train = f"seed {seed}, {count:,} games"
     report = None if quiet else (lambda r, best, mean: typer.echo(
         f"round {r}/{rounds}: train win rate {fmt_pct(best)} (best), {fmt_pct(mean)} (population mean)", err=True))
@@ -860,14 +883,14 @@ def train(
     Example: sim train -n 8000 --seed 21 --out values.json
     """
     from sim.analysis.tables import fmt_pct
-    from sim.analysis.train import train as run_train
+    from sim.analysis.train import is_values_file, train as run_train
     from sim.jobs.files import write_json_atomic
     from sim.jobs.runner import interrupt_on_sigterm
 
     logging_options(verbose, quiet)
     count = _count(n)
     held_out = _count(validation_n, "--validation-n")
-    check_out_file(out)
+    check_out_file(out, "values file of sim train", is_values_file)
     if ridge <= 0:
         fail(f"--ridge must be > 0, got {ridge}")
     report = None if quiet else (lambda r, s: typer.echo(

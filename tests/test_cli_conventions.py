@@ -344,6 +344,33 @@ def test_tune_and_train_check_their_out_file_before_any_work(tmp_path, command):
 
 
 @pytest.mark.parametrize("command", ["tune", "train"])
+def test_tune_and_train_replace_only_their_own_file_and_write_nothing_into_a_run(tmp_path, command):
+    # `--out results/<run>/manifest.json` used to replace the run's manifest (the run unreadable).
+    small = {"tune": ["-n", "10", *SMALL_TUNE, "-w", "1"], "train": ["-n", "5", "--rounds", "1", "--validation-n", "5"]}
+    work = small[command]
+    run = tmp_path / "victim"
+    assert invoke("run", "-n", "20", "-w", "1", "-q", "--out", run).exit_code == 0
+    manifest = (run / "manifest.json").read_bytes()
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"weights": "mine"}')
+    other = tmp_path / ("values.json" if command == "tune" else "weights.json")  # the other command's file
+    theirs = invoke(*(["train", *small["train"]] if command == "tune" else ["tune", *small["tune"]]), "-q", "-o", other)
+    assert theirs.exit_code == 0, theirs.output
+    kept = {p: p.read_bytes() for p in (notes, other)}
+    for out in (run / "manifest.json", run / "w.json", run / "games" / "w.json", notes, other):
+        line = one_line_error(invoke(command, *work, "-o", out))
+        assert line.startswith(f"Error: --out {out} "), line
+        assert ("lies in the run directory" if run in out.parents else "exists and is not a") in line, line
+    assert (run / "manifest.json").read_bytes() == manifest and not (run / "w.json").exists()
+    assert {p: p.read_bytes() for p in kept} == kept
+    assert invoke("report", run).exit_code == 0
+    mine = tmp_path / "mine.json"  # its own earlier file is replaced, as the README says
+    for _ in range(2):
+        r = invoke(command, *work, "-q", "-o", mine)
+        assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("command", ["tune", "train"])
 def test_tune_and_train_refuse_a_seed_past_the_largest_before_any_work(command, monkeypatch):
     import sim.analysis.tune
 

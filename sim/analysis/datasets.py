@@ -272,6 +272,15 @@ def _manifest_of(path: Path) -> dict | str | None:
     return m if is_manifest(m) or m.get("format") == FORMAT else None
 
 
+def run_holding(path: str | Path) -> Path | None:
+    """The run directory `path` lies in: the nearest folder above it with a run's manifest, readable or not, as
+    `sim ls` would list it; None when there is none. A file written there would be taken for the run's own."""
+    for folder in Path(path).resolve().parents:
+        if _manifest_of(folder) is not None:
+            return folder
+    return None
+
+
 def list_runs(root: str | Path = "results", depth: int = 3) -> list[RunListing]:
     """The runs in `root` and in its folders down to `depth` levels, sorted by path.
 

@@ -190,6 +190,13 @@ class TrainResult:
         }
 
 
+def is_values_file(data) -> bool:
+    """Is `data` (parsed JSON) a values file `sim train` wrote (of this format or an earlier one), which it may
+    replace?"""
+    return (isinstance(data, dict) and str(data.get("format", "")).startswith("foursquare-planner-values")
+            and isinstance(data.get("weights"), list))
+
+
 def fit(xtx: np.ndarray, xty: np.ndarray, ridge: float) -> np.ndarray:
     """Least-squares weights from the normal equations, with a ridge on every weight."""
     a = xtx + ridge * np.eye(len(xty))

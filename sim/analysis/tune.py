@@ -69,6 +69,12 @@ class TuneResult:
         }
 
 
+def is_weights_file(data) -> bool:
+    """Is `data` (parsed JSON) a weights file `sim tune` wrote (`TuneResult.as_json`), which it may replace?"""
+    return (isinstance(data, dict) and isinstance(data.get("weights"), dict) and isinstance(data.get("settings"), dict)
+            and "validation_win_rate" in data)
+
+
 def check_seeds(seed, validation_seed) -> tuple[int, int | None]:
     """The training and validation seeds as ints (validation_seed may be None); UsageError naming the one that
     is not an integer in 0..2**64-1."""
