@@ -893,16 +893,25 @@ def train(
     check_out_file(out, "values file of sim train", is_values_file)
     if ridge <= 0:
         fail(f"--ridge must be > 0, got {ridge}")
-    report = None if quiet else (lambda r, s: typer.echo(
-        f"round {r}/{rounds}: {s['policy']} on {s['games']:,} deals of seed {seed}: win rate {fmt_pct(s['win_rate'])}, "
-        f"mean score per deal {s['mean_score_per_deal']:.2f}, {s['positions']:,} positions fitted", err=True))
+    recorded = []
+
+    def report(r, s):
+        """The round's line: its games' own figures (exploring games among them), and what the fit used: every
+        round's positions so far."""
+        recorded.append(s["positions"])
+        exploring = f", some with one random placement (--explore {explore})" if explore > 0 else ""
+        fitted = (f"{s['positions']:,} positions recorded and fitted" if r == 1 else
+                  f"{s['positions']:,} positions recorded, {sum(recorded):,} fitted (rounds 1-{r}"
+                  + (f", earlier ones weighted by --decay {decay})" if decay < 1 else ")"))
+        typer.echo(f"round {r}/{rounds}: {s['policy']} on {s['games']:,} deals of seed {seed}{exploring}: win rate "
+                   f"{fmt_pct(s['win_rate'])}, mean score per deal {s['mean_score_per_deal']:.2f}; {fitted}", err=True)
     bar = games_bar(rounds * count + held_out, quiet, "self-play, then held-out")
     try:
         with library_errors(verbose), bar, interrupt_on_sigterm():
             result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge, loss=loss, bootstrap=bootstrap,
                                decay=decay,
                                validation_seed=validation_seed, validation_n=held_out, rules=parse_rules(rule),
-                               on_round=above(bar, report), on_games=bar.update,
+                               on_round=above(bar, None if quiet else report), on_games=bar.update,
                                notify=above(bar, lambda message: say(message, quiet)))
     except KeyboardInterrupt:
         fail("interrupted; nothing written", 130)

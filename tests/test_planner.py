@@ -329,6 +329,22 @@ def test_sim_train_writes_a_values_file_planner_plays(tmp_path):
     assert again.read_bytes() == out.read_bytes()  # the same file bit for bit
 
 
+def test_sim_trains_round_lines_say_what_was_fitted_and_that_exploring_deals_count(tmp_path):
+    # Round 2 said "176,584 positions fitted" (its own positions; the fit used rounds 1 and 2), and the
+    # win rate of deals played with a random placement read as the policy's own.
+    for explore in ("0.5", "0"):
+        out = tmp_path / f"values-{explore}.json"
+        r = invoke("train", "-n", "20", "--rounds", "2", "--validation-n", "5", "--explore", explore, "--out", out)
+        assert r.exit_code == 0, r.output
+        rounds = [line for line in r.stderr.splitlines() if line.startswith("round ")]
+        history = json.loads(out.read_text())["history"]
+        first, second = (h["positions"] for h in history)
+        assert rounds[0].endswith(f"; {first:,} positions recorded and fitted"), rounds
+        assert rounds[1].endswith(f"; {second:,} positions recorded, {first + second:,} fitted (rounds 1-2)"), rounds
+        exploring = "20 deals of seed 21, some with one random placement (--explore 0.5): win rate "
+        assert all((exploring in line) == (explore == "0.5") for line in rounds), rounds
+
+
 # --- the deeper search -----------------------------------------------------------------------
 
 
