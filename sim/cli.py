@@ -800,7 +800,7 @@ def tune(
     """
     import os
 
-    from sim.analysis.tables import fmt_pct
+    from sim.analysis.tables import count as plural, fmt_pct
     from sim.analysis.tune import is_weights_file, tune as run_tune
     from sim.jobs.files import write_json_atomic
     from sim.jobs.runner import interrupt_on_sigterm
@@ -809,7 +809,7 @@ def tune(
     check_policy(policy)
     count, workers = _count(n), check_workers(workers)
     check_out_file(out, "weights file of sim tune", is_weights_file)
-    train = f"seed {seed}, {count:,} games"
+    train = f"seed {seed}, {plural(count, 'game')}"
     report = None if quiet else (lambda r, best, mean: typer.echo(
         f"round {r}/{rounds}: train win rate {fmt_pct(best)} (best), {fmt_pct(mean)} (population mean)", err=True))
     baseline = None if quiet else (lambda rate: typer.echo(
@@ -842,7 +842,7 @@ def tune(
     typer.echo(f"train win rate      {fmt_pct(result.train_win_rate)} (tuned weights; {train}){below}")
     typer.echo(f"validation win rate {fmt_pct(result.validation_win_rate)} (tuned weights; 95% CI "
                f"{fmt_pct(lo)} .. {fmt_pct(hi)}; seed {result.settings['validation_seed']}, "
-               f"{result.settings['validation_n']:,} games)")
+               f"{plural(result.settings['validation_n'], 'game')})")
     if result.train_win_rate < result.baseline_win_rate:
         say(f"warning: the tuned weights win fewer training games than the default weights "
             f"({fmt_pct(result.train_win_rate)} against {fmt_pct(result.baseline_win_rate)}); more games (-n) or "
@@ -882,7 +882,7 @@ def train(
 
     Example: sim train -n 8000 --seed 21 --out values.json
     """
-    from sim.analysis.tables import fmt_pct
+    from sim.analysis.tables import count as plural, fmt_pct
     from sim.analysis.train import is_values_file, train as run_train
     from sim.jobs.files import write_json_atomic
     from sim.jobs.runner import interrupt_on_sigterm
@@ -903,8 +903,9 @@ def train(
         fitted = (f"{s['positions']:,} positions recorded and fitted" if r == 1 else
                   f"{s['positions']:,} positions recorded, {sum(recorded):,} fitted (rounds 1-{r}"
                   + (f", earlier ones weighted by --decay {decay})" if decay < 1 else ")"))
-        typer.echo(f"round {r}/{rounds}: {s['policy']} on {s['games']:,} deals of seed {seed}{exploring}: win rate "
-                   f"{fmt_pct(s['win_rate'])}, mean score per deal {s['mean_score_per_deal']:.2f}; {fitted}", err=True)
+        typer.echo(f"round {r}/{rounds}: {s['policy']} on {plural(s['games'], 'deal')} of seed {seed}{exploring}: "
+                   f"win rate {fmt_pct(s['win_rate'])}, mean score per deal {s['mean_score_per_deal']:.2f}; {fitted}",
+                   err=True)
     bar = games_bar(rounds * count + held_out, quiet, "self-play, then held-out")
     try:
         with library_errors(verbose), bar, interrupt_on_sigterm():
@@ -921,7 +922,8 @@ def train(
         except OSError as e:
             fail(f"cannot write {out}: {e.strerror or e}", 1)
     lo, hi = result.validation_interval
-    typer.echo(f"held-out seed {result.validation_seed}, {result.validation_n:,} deals (planner with these values):")
+    typer.echo(f"held-out seed {result.validation_seed}, {plural(result.validation_n, 'deal')} "
+               f"(planner with these values):")
     typer.echo(f"  win rate            {fmt_pct(result.validation_win_rate)} (95% CI {fmt_pct(lo)} .. {fmt_pct(hi)})")
     typer.echo(f"  mean score per deal {result.validation_mean_score:.2f} (a loss counts 0)")
     if out is not None:

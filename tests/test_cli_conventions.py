@@ -291,6 +291,21 @@ def test_tunes_progress_bar_counts_the_baseline_and_the_final_games(monkeypatch)
     assert other == [20, 20, 30]
 
 
+def test_one_game_or_deal_is_said_in_the_singular(tmp_path, monkeypatch):
+    # "seed 11, 1 games", "held-out seed 22, 1 deals", "playing 1 games into ...".
+    r = invoke("tune", "-n", "1", *SMALL_TUNE, "-w", "1", "-q")
+    assert r.exit_code == 0, r.output
+    said = [line for line in r.stdout.splitlines() if "win rate" in line]
+    assert len(said) == 3 and all(line.split(")")[0].endswith(", 1 game") for line in said), said
+    r = invoke("train", "-n", "1", "--rounds", "1", "--validation-n", "1")
+    assert r.exit_code == 0, r.output
+    assert "round 1/1: lookahead on 1 deal of seed 21," in r.stderr and "held-out seed 22, 1 deal (" in r.stdout
+    monkeypatch.chdir(tmp_path)
+    r = invoke("compare", "-p", "greedy", "-p", "random", "-n", "1", "-w", "1")
+    assert r.exit_code == 0, r.output
+    assert "greedy: playing 1 game into results/greedy-seed0-n1" in r.stderr, r.stderr
+
+
 # --- audit: usage errors before any work ---------------------------------------------------------------
 
 SMALL_TUNE = ("--rounds", "1", "--population", "3", "--elite", "2")

@@ -308,6 +308,24 @@ def test_full_disk_stops_with_a_resumable_run(tmp_path, monkeypatch, read_games)
                                                      out=tmp_path / "ref").path))
 
 
+@pytest.mark.parametrize("failure", [RuntimeError("the cluster failed"), KeyboardInterrupt()])
+def test_one_part_done_is_said_in_the_singular(tmp_path, monkeypatch, failure):
+    # "1 of 4 parts are done" read wrong; 2 or more parts are.
+    real = runner.write_atomic
+
+    def fail_second_part(path, write):
+        if Path(path).name == "part-00001.parquet":
+            raise failure
+        return real(path, write)
+
+    monkeypatch.setattr(runner, "write_atomic", fail_second_part)
+    out = tmp_path / "run"
+    with pytest.raises((runner.RunError, runner.Interrupted)) as e:
+        sim.run(sim.RunConfig(policy="greedy", n=400), workers=1, chunk_size=100, out=out)
+    assert ("1 of 4 parts is done and kept; finish with" if isinstance(failure, RuntimeError)
+            else "interrupted; 1 of 4 parts is done") in str(e.value), str(e.value)
+
+
 def test_a_signal_just_after_the_first_manifest_is_an_interrupt_that_says_how_to_resume(tmp_path, monkeypatch):
     # The gap between writing the manifest and compiling: a Ctrl-C (or SIGTERM) landing there.
     real_save = runner._save

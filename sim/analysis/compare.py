@@ -697,7 +697,7 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
         what = _run_label(config)
         if notify:
             notify(f"[{k}/{len(plan)}] {what}: " + {"reuse": f"reusing {out}", "finish": f"finishing {out}{why}"}.get(
-                action, f"playing {n:,} games into {out}{why}"))
+                action, f"playing {count(n, 'game')} into {out}{why}"))
         try:
             if action == "finish":
                 resume(out, policy=config.policy, policy_args=config.policy_args, workers=workers,

@@ -743,9 +743,13 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
     # failure before that part put it back (the new run's manifest is gone with it).
     replaced = ["aside" if replacing else None]
 
+    def done() -> str:
+        """"1 of 8 parts is done", "2 of 8 parts are done"."""
+        return (f"{len(p.parts):,} of {chunk_count(config.n, p.chunk_size):,} parts "
+                f"{'is' if len(p.parts) == 1 else 'are'} done")
+
     def kept() -> str:
-        return (f"{len(p.parts):,} of {chunk_count(config.n, p.chunk_size):,} parts are done and kept; finish with: "
-                f"{resume_hint}")
+        return f"{done()} and kept; finish with: {resume_hint}"
 
     def ended(kind, what: str, then: str = ""):
         """The exception that ends the run: `what` (on one line), then the sentence `then` (how to go on), or,
@@ -794,9 +798,8 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
                     save("incomplete")
         status = "complete"
     except KeyboardInterrupt:
-        done = (f"interrupted; {len(p.parts)} of {chunk_count(config.n, p.chunk_size)} parts are done"
-                if replaced[0] != "aside" else "interrupted before any part was written")
-        raise ended(Interrupted, done, f"Finish with: {resume_hint}") from None
+        said = f"interrupted; {done()}" if replaced[0] != "aside" else "interrupted before any part was written"
+        raise ended(Interrupted, said, f"Finish with: {resume_hint}") from None
     except PolicyError as e:  # the policy's fault (raised on a Dask worker): resuming would fail the same way
         raise ended(PolicyError, str(e)) from e
     except TaskFailed as e:  # raised in a local worker: still the policy's fault, as for a game played here
