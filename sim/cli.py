@@ -329,6 +329,13 @@ def _holds(path: Path, ours) -> bool:
         return False
 
 
+def check_validation_seed(seed: int, validation_seed: int | None) -> None:
+    """tune's and train's held-out seed is another seed than the training one (the library's check, in the
+    options' names)."""
+    if validation_seed is not None and validation_seed == seed:
+        fail(f"--validation-seed must differ from --seed, got {seed} for both")
+
+
 def check_scheduler(executor: str, scheduler: str | None) -> None:
     """--scheduler goes with --executor dask and is a Dask address; checked before anything is created."""
     from sim.jobs.executors import ExecutorError, check_scheduler as check_address
@@ -809,6 +816,9 @@ def tune(
     check_policy(policy)
     count, workers = _count(n), check_workers(workers)
     check_out_file(out, "weights file of sim tune", is_weights_file)
+    if elite >= population:  # the library's "2 <= elite < population", in the options' names
+        fail(f"--elite must be less than --population, got --elite {elite}, --population {population}")
+    check_validation_seed(seed, validation_seed)
     train = f"seed {seed}, {plural(count, 'game')}"
     report = None if quiet else (lambda r, best, mean: typer.echo(
         f"round {r}/{rounds}: train win rate {fmt_pct(best)} (best), {fmt_pct(mean)} (population mean)", err=True))
@@ -891,8 +901,7 @@ def train(
     count = _count(n)
     held_out = _count(validation_n, "--validation-n")
     check_out_file(out, "values file of sim train", is_values_file)
-    if ridge <= 0:
-        fail(f"--ridge must be > 0, got {ridge}")
+    check_validation_seed(seed, validation_seed)
     recorded = []
 
     def report(r, s):

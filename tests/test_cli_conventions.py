@@ -573,6 +573,19 @@ def test_train_names_its_options_as_typed_and_compiles_nothing_first(option, val
     assert one_line_error(r) == f"Error: {option} {says}" and "compiling" not in r.output
 
 
+@pytest.mark.parametrize("args,says", [
+    (["tune", "-n", "5", "--population", "3", "--elite", "3"],
+     "--elite must be less than --population, got --elite 3, --population 3"),
+    (["tune", "-n", "5", "--seed", "3", "--validation-seed", "3"], "--validation-seed must differ from --seed, got 3 for both"),
+    (["train", "-n", "5", "--seed", "3", "--validation-seed", "3"], "--validation-seed must differ from --seed, got 3 for both"),
+    (["train", "-n", "5", "--ridge", "0"], "--ridge must be a number > 0, got 0.0"),
+    (["train", "-n", "5", "--ridge", "nan"], "--ridge must be a number > 0, got nan"),
+])
+def test_tune_and_train_name_the_options_in_their_settings_errors(args, says):
+    # They said "need 2 <= elite < population, got elite=3, population=3", and --ridge 0 and nan in two wordings.
+    assert one_line_error(invoke(*args)) == f"Error: {says}"
+
+
 def test_quiet_silences_a_plugins_own_warnings_which_show_otherwise(tmp_path):
     # A plugin's logger and Python's warnings are not the "sim" loggers: they show at warnings by default, in
     # the main process, and --quiet leaves them out (it used to print both).
