@@ -888,7 +888,8 @@ def train(
     the values so far), records every position with the deal's outcome and
     fits the values by least squares. The file is a pure function of the
     arguments; use it with --policy-arg values=FILE, or ship it as
-    policies/data/planner.json (the default values).
+    policies/data/planner.json (the default values). It plays in this
+    process, on one core (no worker processes, no -w).
 
     Example: sim train -n 8000 --seed 21 --out values.json
     """

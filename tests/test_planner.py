@@ -312,6 +312,13 @@ def test_sim_train_help_has_an_example():
     assert "Example: sim train" in r.stdout
 
 
+def test_sim_train_help_says_it_plays_on_one_core():
+    # It has no -w: a user used to sim run's workers is told.
+    r = invoke("train", "-h")
+    assert "It plays in this process, on one core (no worker processes, no -w)." in " ".join(r.stdout.split())
+    assert "--workers" not in r.stdout
+
+
 def test_sim_train_writes_a_values_file_planner_plays(tmp_path):
     out = tmp_path / "values.json"
     r = invoke("train", "-n", "30", "--rounds", "1", "--seed", "7", "--validation-n", "10", "--out", out)
