@@ -323,6 +323,22 @@ def test_a_module_a_plugin_imports_edited_between_runs_in_one_process_plays_its_
     assert not a.equals(b) and b.equals(c)
 
 
+def test_a_plugin_beside_a_module_named_as_this_project_s_leaves_the_project_s_loaded(tmp_path):
+    # Its import takes the loaded package, as before; loading the plugin again never takes this project's
+    # modules (nor the installation's) out of sys.modules.
+    import policies
+
+    (tmp_path / "policies.py").write_text(FIRST)
+    plugin = tmp_path / "beside.py"
+    plugin.write_text("import policies\n\ndef choose(position, card):\n    return policies.pick(position.legal_cells())\n")
+    for _ in range(2):
+        with pytest.raises(sim.PolicyError, match="module 'policies' has no attribute 'pick'"):
+            sim.play(sim.deal(0, 0), f"{plugin}:choose")
+        plugin.write_text(plugin.read_text() + "\n")  # edited: loaded again
+    assert sys.modules["policies"] is policies and hasattr(policies, "BUILTIN")
+    assert sim.play(sim.deal(0, 0), "heuristic") == sim.play(sim.deal(0, 0), "heuristic")
+
+
 def test_a_plugin_file_edited_while_a_run_goes_on_does_not_change_its_rows(tmp_path):
     # Workers keep the code the run started with (whose digest it records); here the plugin rewrites its own
     # file during game 3, to play the last legal cell instead of the first.

@@ -186,18 +186,20 @@ def _loaded(name: str, file: Path):
         return None
 
 
-def _installed(file: Path) -> bool:
-    """Whether `file` is part of the Python installation (the standard library or an installed package). A plugin
-    loaded again leaves those modules in place: other code holds them, and they change only with an install."""
+def _fixed(file: Path) -> bool:
+    """Whether a module from `file` stays loaded whatever a plugin loaded again does: the Python installation's
+    (the standard library, installed packages: other code holds them, and they change only with an install) or
+    this project's own (a plugin beside it may import it)."""
     paths = sysconfig.get_paths()
     folders = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     folders.update(site.getsitepackages() + [site.getusersitepackages()])
+    folders.update(str(Path(m.__file__).parent) for m in (policies, K))  # policies/ and sim/
     return any(Path(folder).resolve() in file.parents for folder in folders)
 
 
 def _import_fresh(target: str):
-    """A plugin's module imported again from its file, with its own modules (`local_imports`) but those of the
-    Python installation: each stamped with the digest of the file it came from, and the plugin's module with
+    """A plugin's module imported again from its file, with the own modules (`local_imports`) an earlier load
+    of a plugin imported: each stamped with the digest of the file it came from, and the plugin's module with
     the list of them (`OWN`)."""
     where = target.rpartition(":")[0]
     source = _source_file(target)
@@ -214,10 +216,12 @@ def _import_fresh(target: str):
             digests[file] = _digest(file)
         except OSError:
             digests[file] = None
-        # Out of the way, unless the installation's: this file's module, or another file's of the same name (a
-        # module beside another plugin), which the import would take instead.
-        held = getattr(sys.modules.get(name), "__file__", None)
-        if held and not _installed(Path(held).resolve()):
+        # Out of the way when a plugin's loading put it there (stamped): this file's module, or another file's of
+        # the same name (a module beside another plugin), which the import would take instead. Never a module
+        # loaded otherwise, nor the installation's or this project's.
+        held = sys.modules.get(name)
+        held_file = getattr(held, "__file__", None)
+        if held_file and hasattr(held, SHA) and not _fixed(Path(held_file).resolve()):
             del sys.modules[name]
     importlib.invalidate_caches()
     if where.endswith(".py"):
