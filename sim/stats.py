@@ -47,6 +47,24 @@ def mcnemar_exact(b: int, c: int) -> float:
     return float(binomtest(min(b, c), b + c, 0.5, alternative="two-sided").pvalue)
 
 
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjustment of p-values for testing them together (Holm 1979, Scand. J. Statist. 6: 65-70).
+
+    The i-th smallest of m p-values is multiplied by m - i (i from 0), each kept
+    at least as large as the one before it and at most 1. Rejecting where the
+    adjusted p is below alpha keeps the chance of any false rejection among
+    the m below alpha, whatever their dependence (the pairs of a comparison
+    share runs).
+    """
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [0.0] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
 def paired_difference_interval(n: int, b: int, c: int, z: float = Z95) -> tuple[float, float]:
     """Confidence interval for p1 - p2, two success rates measured on the same n pairs.
 
@@ -138,3 +156,15 @@ def mean_interval_from_counts(counts: dict[int, int] | list[tuple[int, int]],
         return mean, None, None
     var = sum(k * (v - mean) ** 2 for v, k in items) / (total - 1)
     return (mean, *mean_interval(mean, var, total))
+
+
+def pct_text(x: float, digits: int = 2, signed: bool = False) -> str:
+    """A share as a percentage with `digits` decimals, or more near 0 and 100%: two significant digits of the
+    distance, so a share that is not 0 or 1 never reads 0% or 100% (4e-6 is "0.00040%", 0.99996 "99.9960%").
+    `signed`: with its sign (a difference)."""
+    v = 100 * x
+    if math.isfinite(v):
+        for gap in (abs(v), round(abs(100 - abs(v)), 12)):  # rounded: 100 - 99.999 is 0.001, not 0.000999..
+            if gap != 0 and gap < 10 ** (1 - digits):
+                digits = max(digits, 1 - math.floor(math.log10(gap)))
+    return f"{v:{'+' if signed else ''}.{digits}f}%"

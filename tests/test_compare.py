@@ -1,5 +1,6 @@
 """`sim compare` and `sim sweep`: same decks, paired counts equal to a direct join, refusals, sweeps."""
 
+import dataclasses
 import io
 import json
 import math
@@ -362,3 +363,39 @@ def test_an_interrupted_sweep_says_that_the_same_sweep_run_again_finishes_it(tmp
     again = cli.invoke(app, [*args, "--format", "json"])
     assert again.exit_code == 0, again.output
     assert [row["games"] for row in json.loads(again.stdout)["rows"]] == [300, 300]
+
+
+def test_the_score_per_deal_difference_is_the_paired_mean_over_every_game(tmp_path):
+    # Checked against its definition: the mean of score A - score B over all the games, a lost game's score
+    # counting 0, with Student's t interval of the paired differences.
+    from scipy import stats
+
+    runs = [sim.run(sim.RunConfig(policy=p, n=3000, seed=8), out=tmp_path / p, workers=1).path
+            for p in ("greedy", "heuristic", "random")]
+    c = compare_runs(runs)
+    scores = [pl.read_parquet(r / "games" / "*.parquet").sort("game")["score"].fill_null(0).to_numpy()
+              for r in runs]
+    for p, (i, j) in zip(c.pairs, [(0, 1), (0, 2), (1, 2)]):
+        d = scores[i].astype(float) - scores[j]
+        half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
+        assert p.deal_diff == pytest.approx(d.mean(), abs=1e-12)
+        assert (p.deal_diff_low, p.deal_diff_high) == pytest.approx((d.mean() - half, d.mean() + half), abs=1e-9)
+        assert p.deal_diff == pytest.approx(c.arms[i].score_per_deal - c.arms[j].score_per_deal, abs=1e-12)
+    # Three runs: each verdict takes McNemar's p adjusted by Holm's method over the three pairs.
+    from sim.stats import holm
+
+    assert [p.p_holm for p in c.pairs] == holm([p.p_value for p in c.pairs])
+    text = c.text()
+    assert "Holm p" in text and "per deal A - B" in text
+    assert "Holm p" not in compare_runs(runs[:2]).text() and compare_runs(runs[:2]).pairs[0].p_holm is None
+
+
+def test_among_several_pairs_a_verdict_needs_the_holm_adjusted_p():
+    from sim.analysis.compare import Pair
+
+    pair = Pair(a="A", b="B", games=200_000, wins_a=100_000, wins_b=99_300, both=90_000, a_only=10_000,
+                b_only=9_300, diff=0.0035, diff_low=0.0008, diff_high=0.0062, p_value=0.012, score_diff=None,
+                score_diff_low=None, score_diff_high=None)
+    assert pair.ahead == "a"
+    adjusted = dataclasses.replace(pair, p_holm=0.18)
+    assert adjusted.ahead is None and "adjusted for the number of pairs (Holm)" in adjusted.unclear

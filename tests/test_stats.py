@@ -115,3 +115,25 @@ def test_mean_interval_is_students_t():
     assert (low, high) == pytest.approx(stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=se))
     assert high - mean == pytest.approx(1.959963984540054 * se, rel=0.02)  # t(0.975, 93) = 1.986
     assert mean_interval_from_counts({5: 1}) == (5, None, None) and mean_interval_from_counts({}) == (None,) * 3
+
+
+def test_holm_multiplies_the_ith_smallest_by_m_minus_i_keeping_the_order():
+    from sim.stats import holm
+
+    # Sorted 0.01, 0.03, 0.04: 3 * 0.01, 2 * 0.03, then max(0.06, 1 * 0.04).
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.9]) == [1.0, 1.0] and holm([0.2]) == [0.2] and holm([]) == []
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        p = list(rng.uniform(0, 0.2, rng.integers(1, 8)))
+        adjusted = holm(p)
+        assert all(a >= q for a, q in zip(adjusted, p)) and max(adjusted) <= 1.0
+        by_p = [a for _, a in sorted(zip(p, adjusted))]
+        assert by_p == sorted(by_p)  # the adjustment keeps the order of the p-values
+
+
+def test_a_share_is_never_written_as_0_or_100_percent_unless_it_is():
+    from sim.stats import pct_text
+
+    assert pct_text(399_999 / 400_000, 4) == "99.99975%" and pct_text(1 / 400_000, 4) == "0.00025%"
+    assert pct_text(1.0, 4) == "100.0000%" and pct_text(0.0, 4) == "0.0000%" and pct_text(0.1, 4) == "10.0000%"

@@ -16,7 +16,14 @@ Statistics per pair (A, B), all on the joined games:
 - McNemar's exact test on the discordant games (`sim.stats.mcnemar_exact`,
   scipy's binomial test);
 - mean paired score difference over the games **both** runs won (a lost
-  game has no score), with a 95% interval (Student's t).
+  game has no score), with a 95% interval (Student's t);
+- mean paired difference of the score per deal, over all the games, a lost
+  game counting 0 (what a player scores per deal dealt), with a 95%
+  interval (Student's t).
+
+With three runs or more, the verdict on which run wins more deals takes
+McNemar's p adjusted by Holm's method over all the pairs (`sim.stats.holm`),
+so that the chance of any wrong verdict among them stays below 5%.
 
 Runs for `compare --policy` and `sweep` are made with `make_runs`; an
 existing complete run directory whose settings match is reused instead of
@@ -26,7 +33,7 @@ played again (with `force` it is replaced).
 import itertools
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -45,7 +52,7 @@ from sim.jobs.play import DEFAULT_CHUNK, RunConfig, default_out, resume, run, se
 from sim.jobs.resume import finish_command
 from sim.jobs.runner import RunError, UsageError
 from sim.players.api import resolve
-from sim.stats import mcnemar_exact, mean_interval, paired_difference_interval, wilson
+from sim.stats import holm, mcnemar_exact, mean_interval, paired_difference_interval, wilson
 
 BATCH = 500_000
 """Games joined at a time (about 100 MB for two runs, whatever n is)."""
@@ -244,13 +251,26 @@ class Pair:
     """Lower end of its 95% interval (Student's t) (None with fewer than two games both won)."""
     score_diff_high: float | None
     """Upper end of its 95% interval (Student's t)."""
+    deal_diff: float | None = None
+    """Mean of score A - score B over all the games, a lost game counting 0 (the difference of score per deal)."""
+    deal_diff_low: float | None = None
+    """Lower end of its 95% interval (Student's t) (None with fewer than two games)."""
+    deal_diff_high: float | None = None
+    """Upper end of its 95% interval (Student's t)."""
+    p_holm: float | None = None
+    """McNemar's p adjusted by Holm's method over all the pairs of the comparison (None with only this pair)."""
+
+    @property
+    def p_verdict(self) -> float:
+        """The p-value the verdict takes: Holm's adjusted one when there are several pairs."""
+        return self.p_value if self.p_holm is None else self.p_holm
 
     @property
     def ahead(self) -> str | None:
         """Which run wins more deals, "a" or "b", when the games show it at the 5% level: the paired interval
-        excludes 0 and McNemar's exact p is below 0.05. Near 5% the two can disagree (the exact test is the
-        more conservative); then neither is named (`unclear` says why)."""
-        if self.p_value < 0.05 and (self.diff_low > 0 or self.diff_high < 0):
+        excludes 0 and McNemar's exact p (Holm's adjusted p among several pairs) is below 0.05. Near 5% the two
+        can disagree (the exact test is the more conservative); then neither is named (`unclear` says why)."""
+        if self.p_verdict < 0.05 and (self.diff_low > 0 or self.diff_high < 0):
             return "a" if self.diff > 0 else "b"
         return None
 
@@ -261,6 +281,8 @@ class Pair:
             return ""
         if self.diff_low <= 0 <= self.diff_high:
             return "the interval contains 0"
+        if self.p_holm is not None and self.p_value < 0.05:
+            return "the interval excludes 0, but McNemar's p adjusted for the number of pairs (Holm) is not below 0.05"
         return "the interval excludes 0, but McNemar's exact p is not below 0.05"
 
 
@@ -311,16 +333,24 @@ class Comparison:
             note=("mean score: of the games the run won. score per deal: over all its games, a lost game "
                   "counting 0. games/s per core: games per second per worker process when the run was played "
                   "(its manifest's sessions; - when unknown, e.g. on Dask)."))
+        several = len(self.pairs) > 1
         pairs = Table("Pairs", ("A", "B", "games", "wins A", "wins B", "both", "A only", "B only", "pA - pB",
-                                "95% CI (paired)", "McNemar p", "score A - B", "95% CI"), tuple(
+                                "95% CI (paired)", "McNemar p", *(("Holm p",) if several else ()), "score A - B",
+                                "95% CI", "per deal A - B", "95% CI (per deal)"), tuple(
             (p.a, p.b, fmt_int(p.games), fmt_int(p.wins_a), fmt_int(p.wins_b), fmt_int(p.both), fmt_int(p.a_only),
              fmt_int(p.b_only), _signed_pp(p.diff, d), _signed_ci(p.diff_low, p.diff_high, d), fmt_p(p.p_value),
-             _signed(p.score_diff), _signed_range(p.score_diff_low, p.score_diff_high)) for p in self.pairs),
+             *((fmt_p(p.p_verdict),) if several else ()),
+             _signed(p.score_diff), _signed_range(p.score_diff_low, p.score_diff_high),
+             _signed(p.deal_diff), _signed_range(p.deal_diff_low, p.deal_diff_high)) for p in self.pairs),
             align="ll", note=("pA - pB: win-rate difference in percentage points (pp), with the Bonett-Price "
                               "paired 95% interval. "
-                              "McNemar p: exact two-sided test on the games only one of them won (A only vs B only). "
+                              "McNemar p: exact two-sided test on the games only one of them won (A only vs B only)"
+                              + ("; Holm p: the same adjusted for the number of pairs (Holm's method), which "
+                                 "the verdict on who wins more deals takes. " if several else ". ") +
                               "score A - B: mean over the games both won (a lost game has no score), "
-                              "with a 95% interval (Student's t)."))
+                              "with a 95% interval (Student's t). per deal A - B: mean over all the games, a lost "
+                              "game counting 0 (the difference of score per deal), with a 95% interval "
+                              "(Student's t)."))
         return [arms, pairs]
 
     def text(self) -> str:
@@ -420,7 +450,8 @@ def paired_sums(paths: list[str], n: int, batch: int = BATCH) -> dict[str, int]:
 
     Keys: "games"; "wins{i}", "score_sum{i}"; for i < j "both{i}_{j}", "only{i}_{j}" (i won, j lost),
     "only{j}_{i}", "dsum{i}_{j}" and "dsq{i}_{j}" (sum and sum of squares of score i - score j over
-    the games both won).
+    the games both won), "psum{i}_{j}" and "psq{i}_{j}" (the same over every game, a lost game's
+    score counting 0).
     """
     k = len(paths)
     won = [pl.col(f"won{i}") for i in range(k)]
@@ -437,6 +468,9 @@ def paired_sums(paths: list[str], n: int, batch: int = BATCH) -> dict[str, int]:
                   (won[j] & ~won[i]).sum().cast(pl.Int64).alias(f"only{j}_{i}"),
                   diff.filter(both).sum().cast(pl.Int64).alias(f"dsum{i}_{j}"),
                   (diff * diff).filter(both).sum().cast(pl.Int64).alias(f"dsq{i}_{j}")]
+        per_deal = score[i].fill_null(0).cast(pl.Int64) - score[j].fill_null(0).cast(pl.Int64)
+        exprs += [per_deal.sum().cast(pl.Int64).alias(f"psum{i}_{j}"),
+                  (per_deal * per_deal).sum().cast(pl.Int64).alias(f"psq{i}_{j}")]
     totals: dict[str, int] = {}
     for lo in range(0, n, batch):
         hi = min(n, lo + batch)
@@ -491,6 +525,7 @@ def _sums_by_pair(paths: list[str], sizes: list[int], batch: int) -> tuple[list[
         s = every[t]
         pairs[(i, j)] = {"games": s["games"], "both": s[f"both{a}_{b}"], "only_i": s[f"only{a}_{b}"],
                          "only_j": s[f"only{b}_{a}"], "dsum": s[f"dsum{a}_{b}"], "dsq": s[f"dsq{a}_{b}"],
+                         "psum": s[f"psum{a}_{b}"], "psq": s[f"psq{a}_{b}"],
                          "wins_i": s[f"wins{a}"], "wins_j": s[f"wins{b}"]}
     return runs, pairs
 
@@ -515,9 +550,13 @@ def compare_runs(run_dirs, batch: int = BATCH, notes=()) -> Comparison:
         n, b, c, both = s["games"], s["only_i"], s["only_j"], s["both"]
         low, high = paired_difference_interval(n, b, c)
         mean, mlo, mhi = _mean_interval(s["dsum"], s["dsq"], both)
+        deal, dlo, dhi = _mean_interval(s["psum"], s["psq"], n)
         pairs.append(Pair(a=names[i], b=names[j], games=n, wins_a=s["wins_i"], wins_b=s["wins_j"], both=both,
                           a_only=b, b_only=c, diff=(b - c) / n, diff_low=low, diff_high=high,
-                          p_value=mcnemar_exact(b, c), score_diff=mean, score_diff_low=mlo, score_diff_high=mhi))
+                          p_value=mcnemar_exact(b, c), score_diff=mean, score_diff_low=mlo, score_diff_high=mhi,
+                          deal_diff=deal, deal_diff_low=dlo, deal_diff_high=dhi))
+    if len(pairs) > 1:
+        pairs = [replace(p, p_holm=h) for p, h in zip(pairs, holm([p.p_value for p in pairs]))]
     if infos[0].kind == "solve":
         first = {bool(i.solve.get("first_win")) for i in infos}
         score = ("the best score found" if first == {False} else "the score of the first win found (--first-win)"

@@ -182,7 +182,9 @@ def pair_html(p, n: int) -> str:
         f"{_pp(p.diff_high, d)}): {verdict}</p>",
         f"<p>McNemar's exact p {escape(relation)} <b>{escape(value)}</b> on the "
         f"{count(p.a_only + p.b_only, 'game')} "
-        "only one of them won</p>",
+        "only one of them won"
+        + ("" if p.p_holm is None else f"; adjusted for the number of pairs (Holm), p {escape(p_is(p.p_holm))}")
+        + "</p>",
     ]
     if p.score_diff is None:
         rows.append("<p>score A - B: no game both won</p>")
@@ -191,6 +193,9 @@ def pair_html(p, n: int) -> str:
     else:
         rows.append(f"<p>score A - B = <b>{p.score_diff:+.2f}</b> (95% CI {p.score_diff_low:+.2f} .. "
                     f"{p.score_diff_high:+.2f}) over the {count(p.both, 'game')} both won</p>")
+    if p.deal_diff_low is not None:
+        rows.append(f"<p>score per deal A - B = <b>{p.deal_diff:+.2f}</b> (95% CI {p.deal_diff_low:+.2f} .. "
+                    f"{p.deal_diff_high:+.2f}) over all {count(p.games, 'game')}, a lost game counting 0</p>")
     return '<div class="pair">' + "\n".join(rows) + "</div>"
 
 

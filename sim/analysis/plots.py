@@ -17,7 +17,7 @@ import math
 import textwrap
 from pathlib import Path
 
-from sim.analysis.tables import count, fmt_ci, fmt_pct, pct_text
+from sim.analysis.tables import count, fmt_ci, fmt_pct, pct_digits, pct_text
 
 DPI = 110
 CAPTION_CHAR_PX = 7.3
@@ -423,7 +423,8 @@ def paired_difference_figure(pairs, n: int, caption: str = ""):
 
     One row per pair (A - B), a line at 0. A win-rate difference is black
     when the games show it (`Pair.ahead`: the interval does not cross 0 and
-    McNemar's p, printed beside it, is below 0.05), grey otherwise; a score
+    McNemar's p, printed beside it, is below 0.05; Holm's adjusted p among
+    several pairs), grey otherwise; a score
     difference, black when its interval does not cross 0. Not green and
     red: those are runs' colours in the other figures, and the side that is
     ahead is the side of 0 the point is on.
@@ -441,7 +442,9 @@ def paired_difference_figure(pairs, n: int, caption: str = ""):
         d, lo, hi = (100 * v for v in (p.diff, p.diff_low, p.diff_high))
         colour = SHOWN if p.ahead else NOT_SHOWN
         ax.errorbar([d], [row], xerr=[[d - lo], [hi - d]], fmt="o", capsize=5, color=colour)
-        ax.annotate(f"{d:+.2f} pp ({lo:+.2f} .. {hi:+.2f}), McNemar p {p_is(p.p_value)}", (0.5, row),
+        pp = [pct_text(v, pct_digits(n), signed=True)[:-1] for v in (p.diff, p.diff_low, p.diff_high)]  # as the table
+        ax.annotate(f"{pp[0]} pp ({pp[1]} .. {pp[2]}), McNemar p {p_is(p.p_verdict)}"
+                    + ("" if p.p_holm is None else " (Holm)"), (0.5, row),
                     xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 8), ha="center",
                     fontsize="x-small", bbox=LABEL_BOX, zorder=3)
         if p.score_diff is not None and p.score_diff_low is not None:

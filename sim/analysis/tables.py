@@ -5,6 +5,7 @@ import textwrap
 from dataclasses import dataclass
 
 from sim.engine.rules import Rules
+from sim.stats import pct_text  # noqa: F401  (here too: the tables' formats)
 
 
 @dataclass(frozen=True)
@@ -70,18 +71,6 @@ def count(k: int, noun: str) -> str:
 def fmt_int(k: int | None) -> str:
     """A count with thousands separators; "-" for none."""
     return "-" if k is None else f"{k:,}"
-
-
-def pct_text(x: float, digits: int = 2, signed: bool = False) -> str:
-    """A share as a percentage with `digits` decimals, or more near 0 and 100%: two significant digits of the
-    distance, so a share that is not 0 or 1 never reads 0% or 100% (4e-6 is "0.00040%", 0.99996 "99.9960%").
-    `signed`: with its sign (a difference)."""
-    v = 100 * x
-    if math.isfinite(v):
-        for gap in (abs(v), round(abs(100 - abs(v)), 12)):  # rounded: 100 - 99.999 is 0.001, not 0.000999..
-            if gap != 0 and gap < 10 ** (1 - digits):
-                digits = max(digits, 1 - math.floor(math.log10(gap)))
-    return f"{v:{'+' if signed else ''}.{digits}f}%"
 
 
 def pp_text(x: float, digits: int = 2) -> str:

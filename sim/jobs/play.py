@@ -16,7 +16,7 @@ import polars as pl
 
 from policies import BUILTIN, data_files
 from sim.fielddocs import documented
-from sim.stats import wilson
+from sim.stats import pct_text, wilson
 from sim.engine.results import end_enum, games_table
 from sim.engine.rules import Rules
 from sim.jobs import runner
@@ -107,7 +107,8 @@ class RunSummary:
         return "\n".join(([self.note] if self.note else []) + [
             f"games      {self.games:,}",
             f"wins       {self.wins:,}",
-            f"win rate   {self.win_rate:.4%}  (95% CI {self.win_rate_low:.4%} .. {self.win_rate_high:.4%})",
+            f"win rate   {pct_text(self.win_rate, 4)}  (95% CI {pct_text(self.win_rate_low, 4)} .. "
+            f"{pct_text(self.win_rate_high, 4)})",
             f"mean score {score} (wins only)",
             f"wall time  {self.seconds:.2f} s  ({self.games_per_s:,.0f} games/s)",
             f"output     {self.path}",
