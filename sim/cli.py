@@ -662,7 +662,7 @@ def report(
             from sim.analysis.compare import compare_if_pairable
 
             comparison, unpaired = compare_if_pairable(runs)
-        text = render(reports, fmt, width=_terminal_width(), comparison=comparison)
+        text = render(reports, fmt, width=_terminal_width(), comparison=comparison, unpaired=unpaired)
         if len(runs) > 1 and comparison is None and not unpaired and fmt == "text":
             text += (f"\nThe runs' pairs are left out above {PAIRS_IN_TEXT_UP_TO:,} games in all (a join of every "
                      f"game): sim compare {_shell_words(runs)} prints them.\n")

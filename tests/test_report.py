@@ -167,3 +167,15 @@ def test_not_a_run_is_a_one_line_usage_error(tmp_path):
     assert res.stderr.strip().startswith("Error:") and len(res.stderr.strip().splitlines()) == 1
     res = cli.invoke(app, ["report", str(tmp_path), "--format", "yaml"])
     assert res.exit_code == 2 and "--format" in res.stderr
+
+
+def test_a_report_of_runs_that_cannot_be_paired_says_why_in_every_format(tmp_path):
+    for seed in (0, 1):
+        sim.run(sim.RunConfig(n=200, seed=seed), out=tmp_path / f"s{seed}", workers=1)
+    runs = [str(tmp_path / "s0"), str(tmp_path / "s1")]
+    why = "cannot pair these runs: they differ in seed (s0: 0, s1: 1)"
+    for fmt in ("text", "markdown"):
+        r = cli.invoke(app, ["report", *runs, "--format", fmt])
+        assert r.exit_code == 0 and f"No paired comparison: {why}" in " ".join(r.stdout.split()), r.stdout
+    data = json.loads(cli.invoke(app, ["report", *runs, "--format", "json"]).stdout)
+    assert data["unpaired"].startswith(why) and "comparison" not in data

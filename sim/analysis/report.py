@@ -290,14 +290,17 @@ def tables(r: RunReport, bar_width: int = 0) -> list[Table]:
 # --- renderers ---------------------------------------------------------------------------------
 
 
-def render_text(reports: list[RunReport], width: int = 80, comparison=None) -> str:
+def render_text(reports: list[RunReport], width: int = 80, comparison=None, unpaired: str = "") -> str:
     """Aligned tables and a '#' histogram of the score distribution, fitted to `width` columns.
 
     `comparison` (a `sim.analysis.compare.Comparison` of the runs, when they
-    share their deals): its pairs follow the overview, as on the page."""
+    share their deals): its pairs follow the overview, as on the page;
+    `unpaired`: why there is none (the runs' deals differ), said there instead."""
     blocks = []
     if len(reports) > 1:
         blocks.append(overview_table(reports).text(width=width))
+    if unpaired:
+        blocks.append("\n".join(textwrap.wrap(f"No paired comparison: {unpaired}", width, break_on_hyphens=False)))
     if comparison is not None:
         blocks.append("\n".join(textwrap.wrap(comparison.header(), width)) + "\n\n"
                       + comparison.tables()[1].text(width=width))
@@ -310,12 +313,14 @@ def render_text(reports: list[RunReport], width: int = 80, comparison=None) -> s
     return ("\n\n" + "=" * min(width, 80) + "\n\n").join(blocks) + "\n"
 
 
-def render_markdown(reports: list[RunReport], comparison=None) -> str:
+def render_markdown(reports: list[RunReport], comparison=None, unpaired: str = "") -> str:
     """The reports as one markdown document: the overview of several runs (and their paired comparison,
-    when given), then a section per run."""
+    when given, or why there is none), then a section per run."""
     out = ["# Run report", ""]
     if len(reports) > 1:
         out += [overview_table(reports).markdown(), ""]
+    if unpaired:
+        out += [f"No paired comparison: {unpaired}", ""]
     if comparison is not None:
         out += ["## Paired comparison", "", comparison.header(), "", comparison.tables()[1].markdown(), ""]
     for r in reports:
@@ -328,23 +333,26 @@ def render_markdown(reports: list[RunReport], comparison=None) -> str:
     return "\n".join(out)
 
 
-def render_json(reports: list[RunReport], comparison=None) -> str:
-    """The reports as JSON: {"runs": [...]}, one `RunReport.to_dict` each, and "comparison" when given."""
+def render_json(reports: list[RunReport], comparison=None, unpaired: str = "") -> str:
+    """The reports as JSON: {"runs": [...]}, one `RunReport.to_dict` each, and "comparison" when given
+    ("unpaired": why there is none, when the runs' deals differ)."""
     out = {"runs": [r.to_dict() for r in reports]}
     if comparison is not None:
         out["comparison"] = comparison.to_dict()
+    if unpaired:
+        out["unpaired"] = unpaired
     return json.dumps(out, indent=2) + "\n"
 
 
-def render(reports: list[RunReport], fmt: str = "text", width: int = 80, comparison=None) -> str:
+def render(reports: list[RunReport], fmt: str = "text", width: int = 80, comparison=None, unpaired: str = "") -> str:
     """The reports as text, markdown or json (UsageError for another format), with the runs' paired
-    `comparison` when given."""
+    `comparison` when given, or why there is none (`unpaired`)."""
     if fmt == "text":
-        return render_text(reports, width, comparison)
+        return render_text(reports, width, comparison, unpaired)
     if fmt == "markdown":
-        return render_markdown(reports, comparison)
+        return render_markdown(reports, comparison, unpaired)
     if fmt == "json":
-        return render_json(reports, comparison)
+        return render_json(reports, comparison, unpaired)
     raise UsageError(f"--format {fmt!r} is not one of text, markdown, json")
 
 
