@@ -600,16 +600,6 @@ def _apart(value, other) -> tuple:
     return (value,)
 
 
-def _said(value) -> str:
-    """A manifest's setting in a message, as the command line gives it (weights=/a/w.json), not as Python
-    writes it ({'weights': '/a/w.json'})."""
-    if isinstance(value, dict):
-        return " ".join(f"{k}={_said(v)}" for k, v in value.items()) or "none"
-    if value is None or isinstance(value, bool):
-        return json.dumps(value).replace("null", "none")
-    return str(value)
-
-
 def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
     """None if run_dir holds a complete run with exactly these settings and files, else (kind, what is wrong).
 
@@ -627,12 +617,12 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
             "deal_algorithm": K.DEAL_ALGORITHM, "deals": None}
     if config.policy_args or m.get("policy_args"):
         want["policy_args"] = dict(config.policy_args)
-    wrong = [f"{k} {_said(*_apart(m.get(k), v))}, wanted {_said(*_apart(v, m.get(k)))}" for k, v in want.items()
+    wrong = [f"{k} {runner.setting_text(*_apart(m.get(k), v))}, wanted {runner.setting_text(*_apart(v, m.get(k)))}" for k, v in want.items()
              if m.get(k) != v]
     if config.record_deals and not m.get("record_deals"):
         wrong.append("it has no deck column (wanted --record-deals)")
     if not complete and m.get("record_deals", False) != config.record_deals:
-        wrong.append(f"record_deals {_said(m.get('record_deals', False))}, wanted {_said(config.record_deals)}")
+        wrong.append(f"record_deals {runner.setting_text(m.get('record_deals', False))}, wanted {runner.setting_text(config.record_deals)}")
     if wrong:
         state = "" if complete else f"an {m.get('status')} one: "
         return "other", state + "; ".join(wrong)

@@ -253,8 +253,6 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
         raise UsageError(f"ridge must be a number > 0, got {ridge}", "ridge")
     rules = rules or Rules()
     validation_seed = (seed + 1) % 2**64 if validation_seed is None else validation_seed  # seeds are 64-bit
-    if validation_seed == seed:
-        raise ValueError("the validation seed must differ from the training seed")
     rules_array = rules.as_array()
     what = to_compile()
     if what is not None and notify is not None:

@@ -76,14 +76,16 @@ def is_weights_file(data) -> bool:
 
 
 def check_seeds(seed, validation_seed) -> tuple[int, int | None]:
-    """The training and validation seeds as ints (validation_seed may be None); UsageError naming the one that
-    is not an integer in 0..2**64-1."""
+    """The training and validation seeds as ints (validation_seed may be None: the one after seed); UsageError
+    naming the one that is not an integer in 0..2**64-1, ValueError when they are the same."""
     checked = []
     for name, value in (("seed", seed), ("validation_seed", validation_seed)):
         try:
             checked.append(None if value is None and name == "validation_seed" else check_seed(value))
         except ValueError as e:
             raise UsageError(name + str(e).removeprefix("seed"), name) from None
+    if checked[1] == checked[0]:
+        raise ValueError("the validation seed must differ from the training seed")
     return checked[0], checked[1]
 
 
@@ -144,8 +146,6 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
         raise ValueError(f"need 2 <= elite < population, got elite={elite}, population={population}")
     rules = rules or Rules()
     validation_seed = (seed + 1) % 2**64 if validation_seed is None else validation_seed  # seeds are 64-bit
-    if validation_seed == seed:
-        raise ValueError("the validation seed must differ from the training seed")
     validation_n = validation_n or n
     warm_up(policy)  # compiled once here, before the workers fork
     baseline_wins = _evaluate((policy, DEFAULT_WEIGHTS.tolist(), seed, n, rules.as_dict()), on_other_games)[0]

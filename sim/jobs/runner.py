@@ -872,11 +872,14 @@ def not_a_run_dir(run_dir: Path) -> str | None:
     return None
 
 
-def _plain(value) -> str:
-    """A setting as a message says it: a mapping as key=value words, no Python reprs."""
+def setting_text(value) -> str:
+    """A manifest's setting in a message, as the command line gives it (weights=/a/w.json, none, true), not as
+    Python writes it ({'weights': '/a/w.json'}, None, True)."""
     if isinstance(value, dict):
-        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items()) or "none"
-    return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+        return " ".join(f"{k}={setting_text(v)}" for k, v in value.items()) or "none"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value).replace("null", "none")
+    return str(value)
 
 
 def held_run(job: Job, config, run_dir: Path) -> str:
@@ -894,10 +897,10 @@ def held_run(job: Job, config, run_dir: Path) -> str:
         if key == "files" or held == wanted:
             continue
         if isinstance(held, dict) and isinstance(wanted, dict):
-            differ += [f"{k} {_plain(held.get(k))}, not {_plain(wanted.get(k))}"
+            differ += [f"{k} {setting_text(held.get(k))}, not {setting_text(wanted.get(k))}"
                        for k in dict.fromkeys([*held, *wanted]) if held.get(k) != wanted.get(k)]
         else:
-            differ.append(f"{key} {_plain(held)}, not {_plain(wanted)}")
+            differ.append(f"{key} {setting_text(held)}, not {setting_text(wanted)}")
     status = m.get("status", "incomplete")
     if differ:
         return f"another {status} run ({'; '.join(differ)})"

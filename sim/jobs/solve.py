@@ -49,7 +49,7 @@ from sim.players.api import in_cache, to_compile, warm_up
 from sim.players.oracle import warm_up_solver
 from sim.jobs.pool import WAIT
 from sim.solver.solver import (
-    MAX_COUNT, OUTCOMES, SAT_AFTER, SAT_CONFLICTS, SPLIT_AFTER, RoundResults, default_split_after, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
+    MAX_COUNT, OUTCOMES, SAT_AFTER, SAT_CONFLICTS, SPLIT_AFTER, RoundResults, default_split_after, may_split, SolveResult, SplitSolve, search_subtree, shared_solver, solve_split,
     too_large,
 )
 from sim.solver.search import split_children
@@ -541,20 +541,15 @@ class SolveConfig:
 
 
 
-def _splits(config: SolveConfig) -> bool:
-    """Whether a deal of this run may go on as a split solve (more nodes allowed than the split threshold)."""
-    split = config.split_threshold()
-    return split > 0 and (config.node_limit is None or config.node_limit > split)
-
 
 def _warm(config: SolveConfig, from_file: bool) -> None:
     warm_up("greedy", seeded=not from_file, decks=from_file)
-    warm_up_solver(_splits(config))
+    warm_up_solver(may_split(config.split_threshold(), config.node_limit))
 
 
 def _to_compile(config: SolveConfig, from_file: bool) -> str | None:
     what = to_compile("oracle", seeded=not from_file, decks=from_file)  # the solver and greedy's game
-    if what is None and _splits(config) and not in_cache(split_children):
+    if what is None and may_split(config.split_threshold(), config.node_limit) and not in_cache(split_children):
         what = "split"
     return None if what is None else "the solver (first run only)"
 

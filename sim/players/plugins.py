@@ -197,6 +197,15 @@ def _fixed(file: Path) -> bool:
     return any(Path(folder).resolve() in file.parents for folder in folders)
 
 
+def _import(target: str):
+    """The module of module:attr, imported (or the one loaded); ValueError saying why it cannot be."""
+    where = target.rpartition(":")[0]
+    try:
+        return importlib.import_module(where)
+    except ImportError as e:
+        raise ValueError(f"policy {target!r}: cannot import {where}: {e}") from None
+
+
 def _import_fresh(target: str):
     """A plugin's module imported again from its file, with the own modules (`local_imports`) an earlier load
     of a plugin imported: each stamped with the digest of the file it came from, and the plugin's module with
@@ -204,10 +213,7 @@ def _import_fresh(target: str):
     where = target.rpartition(":")[0]
     source = _source_file(target)
     if source is None:  # not found: the import says why
-        try:
-            return importlib.import_module(where)
-        except ImportError as e:
-            raise ValueError(f"policy {target!r}: cannot import {where}: {e}") from None
+        return _import(target)
     root, within = _plugin_root(target, source)
     own = _own(target, source, local_imports(source, root, within, "" if where.endswith(".py") else where))
     digests = {}
@@ -227,10 +233,7 @@ def _import_fresh(target: str):
     if where.endswith(".py"):
         module = _exec_file(target, source, digests[source])
     else:
-        try:
-            module = importlib.import_module(where)
-        except ImportError as e:
-            raise ValueError(f"policy {target!r}: cannot import {where}: {e}") from None
+        module = _import(target)
         setattr(module, SHA, digests[source])
     for file, name in own[1:]:
         loaded = _loaded(name, file)
@@ -240,22 +243,31 @@ def _import_fresh(target: str):
     return module
 
 
-def _is_current(module) -> bool:
-    """Whether a plugin's module and its own modules loaded so far hold the code their files hold now. A module
-    it imports only when called, and has not yet, will be imported from its file."""
-    own = getattr(module, OWN, None)
-    if own is None:  # imported before, not by this module: nothing says which code it holds
-        return False
+def _holds(own: list[tuple[Path, str]], want: dict[Path, str]) -> bool:
+    """Whether this process plays the code whose digests `want` gives for a plugin's modules `own` (the plugin's
+    first): each one loaded is stamped with its digest, the plugin's is loaded, and one not loaded yet (imported
+    only when called) will be imported from a file that holds it."""
     for i, (file, name) in enumerate(own):
-        loaded = _loaded(name, Path(file))
-        if loaded is None and i > 0:
-            continue
+        loaded = _loaded(name, file)
         try:
-            if loaded is None or getattr(loaded, SHA, None) != _digest(Path(file)):
-                return False
+            ok = (getattr(loaded, SHA, None) == want[file] if loaded is not None
+                  else i > 0 and _digest(file) == want[file])
         except OSError:
+            ok = False
+        if not ok:
             return False
     return True
+
+
+def _is_current(module) -> bool:
+    """Whether a plugin's module and its own modules loaded so far hold the code their files hold now."""
+    own = [(Path(file), name) for file, name in getattr(module, OWN, None) or ()]
+    if not own:  # imported before, not by this module: nothing says which code it holds
+        return False
+    try:
+        return _holds(own, {file: _digest(file) for file, _ in own})
+    except OSError:
+        return False
 
 
 def keep_recorded(policy: str, recorded: dict[str, str]) -> bool:
@@ -268,30 +280,17 @@ def keep_recorded(policy: str, recorded: dict[str, str]) -> bool:
     source = None if target is None else _source_file(target)
     if source is None or str(source) not in recorded:
         return False
-    own = _own(target, source, [Path(path) for path in recorded])
-
-    def kept() -> bool:
-        for i, (file, name) in enumerate(own):
-            loaded = _loaded(name, file)
-            if loaded is None and i > 0:  # imported only when called: from its file, which must hold it
-                try:
-                    if _digest(file) != recorded[str(file)]:
-                        return False
-                except OSError:
-                    return False
-            elif loaded is None or getattr(loaded, SHA, None) != recorded[str(file)]:
-                return False
-        return True
-
-    if kept():
+    want = {Path(path): digest for path, digest in recorded.items()}
+    own = _own(target, source, list(want))
+    if _holds(own, want):
         return True
     try:
-        if any(_digest(file) != recorded[str(file)] for file, _ in own):
+        if any(_digest(file) != want[file] for file, _ in own):
             return False
     except OSError:
         return False
     _import_fresh(target)
-    return kept()
+    return _holds(own, want)
 
 
 def _source_file(target: str) -> Path | None:

@@ -411,6 +411,11 @@ def warm_up(splits: bool = False) -> None:
         _warm_up_splits()
 
 
+def may_split(split_after: int | None, node_limit: int | None) -> bool:
+    """Whether a deal may go on as a split solve: a split threshold (0 or None: never) below its node limit."""
+    return bool(split_after) and (node_limit is None or node_limit > split_after)
+
+
 def _warm_up_splits() -> None:
     """What a split solve compiles on first use (`split_children`, and the turn kernels `search_subtree` calls
     from Python) compiled or loaded, on a first position: microseconds once they are."""
@@ -473,7 +478,7 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
         if value is not None and value > MAX_COUNT:
             raise ValueError(too_large(name, value))
     split = (default_split_after(time_limit) if split_after is None else int(split_after)) or None
-    if split is not None and (node_limit is None or node_limit > split):
+    if may_split(split, node_limit):
         _warm_up_splits()  # before the deal's clock starts: a split compiles `split_children` on first use
     return solve_split(shared_solver(), cards, rules, first_win=bool(first_win),
                        sat_conflicts=int(sat_conflicts or 0),
