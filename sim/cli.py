@@ -916,7 +916,7 @@ def train(
         typer.echo(f"round {r}/{rounds}: {s['policy']} on {plural(s['games'], 'deal')} of seed {seed}{exploring}: "
                    f"win rate {fmt_pct(s['win_rate'])}, mean score per deal {s['mean_score_per_deal']:.2f}; {fitted}",
                    err=True)
-    bar = games_bar(rounds * count + held_out, quiet, "self-play, then held-out")
+    bar = games_bar(rounds * count + 2 * held_out, quiet, "self-play, then held-out")
     try:
         with library_errors(verbose), bar, interrupt_on_sigterm():
             result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge, loss=loss, bootstrap=bootstrap,
@@ -932,10 +932,18 @@ def train(
         except OSError as e:
             fail(f"cannot write {out}: {e.strerror or e}", 1)
     lo, hi = result.validation_interval
+    shipped_rate = result.shipped_wins / result.validation_n
     typer.echo(f"held-out seed {result.validation_seed}, {plural(result.validation_n, 'deal')} "
-               f"(planner with these values):")
-    typer.echo(f"  win rate            {fmt_pct(result.validation_win_rate)} (95% CI {fmt_pct(lo)} .. {fmt_pct(hi)})")
-    typer.echo(f"  mean score per deal {result.validation_mean_score:.2f} (a loss counts 0)")
+               f"(planner with these values; with the shipped values on the same deals):")
+    typer.echo(f"  win rate            {fmt_pct(result.validation_win_rate)} (95% CI {fmt_pct(lo)} .. {fmt_pct(hi)}); "
+               f"shipped {fmt_pct(shipped_rate)}")
+    below = ": below the shipped values" if result.below_shipped else ""  # even with -q
+    typer.echo(f"  mean score per deal {result.validation_mean_score:.2f} (a loss counts 0); "
+               f"shipped {result.shipped_mean_score:.2f}{below}")
+    if result.below_shipped:
+        say(f"warning: these values score less per held-out deal than the shipped ones "
+            f"({result.validation_mean_score:.2f} against {result.shipped_mean_score:.2f}); more deals (-n) or "
+            f"rounds may do better", quiet)
     if out is not None:
         say(f"wrote {out}", quiet)
 

@@ -287,7 +287,8 @@ def test_self_play_and_validation_in_steps_give_the_values_and_figures_of_one_ca
     played = []
     steps = train(on_games=played.append, **kw).as_json()
     assert json.dumps(steps) == json.dumps(whole)
-    assert played == [7, 7, 7, 7, 7, 5] * 2 + [3, 3, 3, 1]  # self-play, then the held-out deals
+    # self-play, then the held-out deals with these values and with the shipped ones
+    assert played == [7, 7, 7, 7, 7, 5] * 2 + [3, 3, 3, 1] * 2
 
 
 @pytest.mark.parametrize("kw,fragment", [
@@ -334,6 +335,23 @@ def test_sim_train_writes_a_values_file_planner_plays(tmp_path):
     assert r.exit_code == 0, r.output
     assert "wrote" not in r.output  # --quiet: no notices
     assert again.read_bytes() == out.read_bytes()  # the same file bit for bit
+
+
+def test_sim_train_sets_the_values_beside_the_shipped_ones_on_the_same_held_out_deals(tmp_path):
+    # A short training made values that won 11% of the held-out deals, said with nothing to compare it to.
+    r = invoke("train", "-n", "20", "--rounds", "1", "--seed", "3", "--validation-n", "12")
+    assert r.exit_code == 0, r.output
+    shipped = sim.play_range(4, 0, 12, "planner")
+    wins = int(shipped.won.sum())
+    per_deal = float(np.where(shipped.won, shipped.score, 0).sum()) / 12
+    assert f"shipped {100 * wins / 12:.2f}%" in r.stdout and f"shipped {per_deal:.2f}" in r.stdout
+    ours = float(r.stdout.split("mean score per deal")[1].split()[0])
+    assert ours < per_deal  # 20 deals of training do not reach the shipped values
+    assert "below the shipped values" in r.stdout and "warning: these values score less" in r.stderr
+    quiet = invoke("train", "-n", "20", "--rounds", "1", "--seed", "3", "--validation-n", "12", "-q")
+    assert "below the shipped values" in quiet.stdout and quiet.stderr == ""
+    result = train(n=20, rounds=1, seed=3, validation_n=12, against_shipped=False)
+    assert result.shipped_wins is None and not result.below_shipped
 
 
 def test_sim_trains_round_lines_say_what_was_fitted_and_that_exploring_deals_count(tmp_path):

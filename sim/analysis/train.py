@@ -162,6 +162,16 @@ class TrainResult:
     """Mean score per held-out deal, a loss counting 0."""
     settings: dict = field(default_factory=dict)
     """The arguments that produced this result."""
+    shipped_wins: int | None = None
+    """Held-out deals won by planner with the shipped values (policies/data/planner.json), the same search; None
+    when not played."""
+    shipped_mean_score: float | None = None
+    """Their mean score per held-out deal, a loss counting 0; None when not played."""
+
+    @property
+    def below_shipped(self) -> bool:
+        """Do these values score less per held-out deal than the shipped ones (planner's own objective)?"""
+        return self.shipped_mean_score is not None and self.validation_mean_score < self.shipped_mean_score
 
     @property
     def validation_win_rate(self) -> float:
@@ -228,8 +238,12 @@ VALIDATION_STEP = 500
 def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5, loss: float = 0.0,
           ridge: float = 1.0, bootstrap: float = 0.0, decay: float = 1.0,
           validation_seed: int | None = None, validation_n: int = 2_000,
-          rules: Rules | None = None, on_round=None, on_games=None, notify=None) -> TrainResult:
+          rules: Rules | None = None, on_round=None, on_games=None, notify=None,
+          against_shipped: bool = True) -> TrainResult:
     """Learn planner's values on `n` deals of `seed` per round; validate on another seed.
+
+    With `against_shipped`, the shipped values play the same held-out deals
+    too, so that values that do worse (a short training, say) are seen as such.
 
     Each fit uses every round's positions so far, those of earlier rounds
     weighted by `decay` per round since. `on_round(round, summary)` hears
@@ -289,10 +303,17 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
     wins, total = play_sums(validation_seed, validation_n, "planner", rules, np.array(params + search_params()),
                             on_games=on_games, step=VALIDATION_STEP)
     mean_score = total / validation_n
+    shipped_wins = shipped_mean_score = None
+    if against_shipped:
+        shipped = policies.planner.parse_values("default")
+        shipped_wins, shipped_total = play_sums(validation_seed, validation_n, "planner", rules,
+                                                np.array(shipped + search_params()), on_games=on_games,
+                                                step=VALIDATION_STEP)
+        shipped_mean_score = shipped_total / validation_n
     return TrainResult(
         weights=tuple(float(w) for w in weights), loss=float(loss), history=tuple(history),
         validation_seed=validation_seed, validation_n=validation_n, validation_wins=wins,
-        validation_mean_score=mean_score,
+        validation_mean_score=mean_score, shipped_wins=shipped_wins, shipped_mean_score=shipped_mean_score,
         settings={"n": n, "seed": seed, "rounds": rounds, "explore": explore, "loss": loss, "ridge": ridge,
                   "bootstrap": bootstrap, "decay": decay,
                   "validation_seed": validation_seed, "validation_n": validation_n, "rules": rules.as_dict()},
