@@ -212,6 +212,8 @@ def test_shares_and_p_values_never_read_as_a_bound_they_do_not_reach():
     # A p-value is not rounded across 0.05 or 0.01.
     assert [fmt_p(p) for p in (0.0498, 0.04996, 0.0502, 0.00999, 0.0101, 0.5)] == [
         "0.0498", "0.04996", "0.050", "0.00999", "0.010", "0.500"]
+    # Nor across 0.001, where the notation changes: below it, never a figure that reads as 0.001.
+    assert [fmt_p(p) for p in (0.000999, 0.00099999, 0.00012, 0.001)] == ["9.99e-04", "9.9999e-04", "1.2e-04", "0.001"]
     # b = 42, c = 25: p = 0.0498 (scipy's exact binomial test), shown as 0.0498.
     from scipy.stats import binomtest
 

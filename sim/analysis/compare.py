@@ -396,14 +396,20 @@ def render_as(obj, fmt: str) -> str:
 
 def fmt_p(p: float) -> str:
     """A p-value: three decimals, or more where three would carry it across 0.05 or 0.01 (0.0498, not 0.050);
-    scientific notation when below 0.001."""
+    scientific notation when below 0.001, with digits enough not to read as 0.001."""
     if p >= 0.001:
         for digits in range(3, 10):
             text = f"{p:.{digits}f}"
             if all((float(text) < level) == (p < level) for level in (0.05, 0.01)):
                 break
         return text
-    return "<1e-300" if p < 1e-300 else f"{p:.1e}"
+    if p < 1e-300:
+        return "<1e-300"
+    for digits in range(1, 10):  # 0.000999 is 9.99e-04: 1.0e-03 would read as 0.001, which it is not below
+        text = f"{p:.{digits}e}"
+        if float(text) < 0.001:
+            break
+    return text
 
 
 def p_is(p: float) -> str:
