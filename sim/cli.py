@@ -412,32 +412,45 @@ def replay(
     html: Annotated[Optional[Path], typer.Option(
         "--html", metavar="FILE",
         help="Also write a self-contained page that plays the game turn by turn (several --policy: side by side).")] = None,
+    run: Annotated[Optional[Path], typer.Option(
+        "--run", metavar="RUN",
+        help="Replay game --game of this run directory as it was played (its deck, rules, policy and arguments; "
+             "a solve run's best winning line); --policy adds others on the same deck.")] = None,
     quiet: QuietOpt = False,
 ):
     """Play one game and print it turn by turn: card, cell, grid, checks fired, end.
 
     Example: sim replay --seed 0 --game 3 --policy greedy --html replay.html
+
+    Example: sim replay --run results/solve-seed0-n100-node_limit1000000 --game 7 --policy greedy
     """
-    policies = policy or ["greedy"]
+    policies = policy or ([] if run is not None else ["greedy"])
     check_policy(*policies)
     if len(set(policies)) < len(policies):
         fail("a --policy is given twice")
+    if run is not None and (seed or deck is not None or rule or policy_arg):
+        fail("--seed, --deck, --rule and --policy-arg do not go with --run: the run records them")
     check_outputs(None, html)
     rules, args = parse_rules(rule), parse_policy_args(policy_arg)
-    from sim.analysis.replay import format_replay, replay as replay_game
+    from sim.analysis.replay import format_replay, replay as replay_game, replay_run
     from sim.engine.cards import deal as deal_cards
 
     with library_errors():
-        cards = parse_deck(deck) if deck is not None else deal_cards(seed, game)
+        recorded = []
+        if run is not None:
+            recorded = [replay_run(run, game)]
+            cards, rules, seed = list(recorded[0].deck), recorded[0].rules, recorded[0].seed
+        else:
+            cards = parse_deck(deck) if deck is not None else deal_cards(seed, game)
         if len(policies) > 1:
             from sim.analysis.compare import policy_args_for
 
             args_of = policy_args_for(policies, args)
         else:
-            args_of = {policies[0]: args}
+            args_of = {p: args for p in policies}
         from sim.players.api import to_compile
 
-        games = []
+        games = recorded
         for p in policies:
             what = to_compile(p, args_of[p], seeded=False, replay=True)
             if what:
@@ -447,7 +460,8 @@ def replay(
         from sim.analysis.html import write_page
         from sim.analysis.replay_page import replay_page
 
-        source = "a given deck" if deck is not None else f"seed {seed}, game {game}"
+        source = (f"game {game} of {run}" if run is not None else
+                  "a given deck" if deck is not None else f"seed {seed}, game {game}")
         try:
             say(f"wrote {write_page(html, replay_page(games, source, command_line()))}", quiet)
         except OSError as e:

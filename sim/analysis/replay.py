@@ -1,6 +1,7 @@
 """A game turn by turn, for `sim replay` and for reading what a policy did."""
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sim import kernels as K
 from sim.analysis.tables import rules_text
@@ -52,6 +53,10 @@ class Replay:
     """Cards left at a win; None when lost."""
     policy_args: dict = field(default_factory=dict)
     """The policy's arguments (--policy-arg), as given; empty for its defaults."""
+    seed: int = 0
+    """The seed of the policy's random stream (and of the deal, unless the deck was given)."""
+    game: int = 0
+    """The game within the seed."""
 
 
 def replay(deck, policy: str = "greedy", rules: Rules | None = None, seed: int = 0, game: int = 0,
@@ -60,6 +65,13 @@ def replay(deck, policy: str = "greedy", rules: Rules | None = None, seed: int =
     rules = rules or Rules()
     g = trace(deck, policy, rules, seed, game, policy_args)
     code, played, moves = g.end, g.cards_played, g.moves
+    won = code == K.END_WIN
+    return Replay(tuple(int(r) for r in deck), policy, rules, _turns(deck, moves, rules)[0], END_NAMES[code],
+                  K.DECK_SIZE - played if won else None, dict(policy_args or {}), int(seed), int(game))
+
+
+def _turns(deck, moves, rules: Rules) -> tuple[tuple[Turn, ...], Board]:
+    """Each move of a game, stepped through on a Board; and the Board at the end."""
     board = Board(rules)
     turns = []
     for t, cell in enumerate(moves):
@@ -68,9 +80,67 @@ def replay(deck, policy: str = "greedy", rules: Rules | None = None, seed: int =
         p = board.place(cell, card)
         turns.append(Turn(t + 1, card, cell, new_pile, p.row_fired, p.col_fired, p.turned,
                           board.face_down_count, board.render(mark=cell)))
-    won = code == K.END_WIN
-    return Replay(tuple(int(r) for r in deck), policy, rules, tuple(turns), END_NAMES[code],
-                  K.DECK_SIZE - played if won else None, dict(policy_args or {}))
+    return tuple(turns), board
+
+
+def replay_run(run_dir, game: int) -> Replay:
+    """Game `game` of a run, as it was played: its deck, rules, policy and arguments; a solve run's deal as the
+    best winning line it recorded.
+
+    A game of policy is played again and must end as its row says (RunError
+    otherwise: the policy is not the one that played the run). UsageError
+    for a game the run does not hold, a solve run's deal without a winning
+    line, or a file the run depends on that is gone or has changed.
+    """
+    import polars as pl
+
+    from sim.analysis.datasets import load
+    from sim.engine.cards import deal
+    from sim.errors import RunError, UsageError
+    from sim.jobs.deal_files import file_digest, load_deals
+    from sim.jobs.runner import changed_files, read_manifest
+
+    run_dir = Path(run_dir)
+    m = read_manifest(run_dir)
+    if isinstance(game, bool) or not isinstance(game, int) or game < 0:
+        raise UsageError(f"game must be a whole number >= 0, not {game!r}")
+    rows = load(run_dir).filter(pl.col("game") == game).collect()
+    if rows.height == 0:
+        raise UsageError(f"{run_dir} holds no game {game} (games 0..{m.get('n', 0) - 1}"
+                         + ("" if m.get("status") == "complete" else f", {m.get('status')}: only its finished parts")
+                         + ")")
+    row = rows.row(0, named=True)
+    rules = Rules(**m["rules"])
+    if row.get("deck") is not None:  # recorded with --record-deals
+        deck = [int(r) for r in row["deck"]]
+    elif m.get("deals") is not None:
+        path = Path(m["deals"])
+        if not path.is_file() or file_digest(path) != m.get("deals_sha256"):
+            raise UsageError(f"the run's deal file {path} is gone or has changed since the run; it holds the deck")
+        deck = [int(r) for r in load_deals(path)[game]]
+    else:
+        deck = [int(r) for r in deal(int(m["seed"]), game)]
+    if m.get("kind") == "solve":
+        if row["outcome"] != "won":
+            raise UsageError(f"deal {game} of {run_dir} has no winning line recorded (outcome {row['outcome']})")
+        moves = [int(c) for c in row["moves"]]
+        turns, board = _turns(deck, moves, rules)
+        if (board.piles, board.face_down_count, len(turns)) != (rules.grid ** 2, 0, K.DECK_SIZE - row["score"]):
+            raise RunError(f"deal {game} of {run_dir}: its recorded line does not win with score {row['score']}")
+        # The search's goal and limits name the line; the manifest keeps the rest (split_after, sat_conflicts).
+        options = {k: v for k, v in (m.get("solve") or {}).items()
+                   if k in ("first_win", "node_limit", "time_limit") and v not in (None, False)}
+        return Replay(tuple(deck), "solve", rules, turns, "win", int(row["score"]),
+                      {k: str(v) for k, v in options.items()}, int(m["seed"]), game)
+    problems = changed_files(m.get("files"))
+    if problems:
+        raise UsageError(f"cannot replay {run_dir}: {problems[0]}; the game would not be the run's")
+    played = replay(deck, m["policy"], rules, seed=int(m["seed"]), game=game, policy_args=m.get("policy_args") or {})
+    if (played.end, played.score, len(played.turns)) != (row["end"], row["score"], row["cards_played"]):
+        raise RunError(f"game {game} of {run_dir} plays differently now ({played.end} after {len(played.turns)} "
+                       f"cards, not {row['end']} after {row['cards_played']}): {m['policy']} is not the code that "
+                       f"played the run")
+    return played
 
 
 def policy_text(r: Replay) -> str:

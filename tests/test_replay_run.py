@@ -1,0 +1,99 @@
+"""`sim replay --run`: a game of a run as it was played, and a solve run's recorded winning line."""
+
+import json
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import sim
+from sim.analysis.replay import replay_run
+from sim.cli import app
+from sim.engine.board import Board
+from sim.errors import RunError, UsageError
+
+cli = CliRunner()
+
+
+def invoke(*args):
+    return cli.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def random_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "random"
+    r = invoke("run", "--policy", "random", "-n", "12", "--seed", "5", "--rule", "max_face_down=3", "-w", "1",
+               "--out", out, "-q")
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_a_game_of_a_run_replays_as_its_row_says_and_as_the_same_settings_typed_out(random_run):
+    rows = sim.load(random_run).collect()
+    for game in (0, 7, 11):
+        row = rows.row(game, named=True)
+        r = replay_run(random_run, game)
+        assert (r.end, r.score, len(r.turns)) == (row["end"], row["score"], row["cards_played"])
+        assert r.deck == tuple(sim.deal(5, game)) and r.rules == sim.Rules(max_face_down=3)
+        typed = invoke("replay", "--seed", 5, "--game", game, "--policy", "random", "--rule", "max_face_down=3")
+        from_run = invoke("replay", "--run", random_run, "--game", game)
+        assert from_run.exit_code == 0, from_run.output
+        assert from_run.stdout == typed.stdout
+
+
+def test_a_run_of_a_deal_file_replays_the_file_s_deck(tmp_path):
+    decks = [list(sim.deal(9, g)) for g in range(3)]
+    deals = tmp_path / "deals.jsonl"
+    deals.write_text("".join(json.dumps({"deck": d}) + "\n" for d in decks))
+    out = tmp_path / "run"
+    r = invoke("run", "--policy", "greedy", "-n", "3", "--deals", deals, "-w", "1", "--out", out, "-q")
+    assert r.exit_code == 0, r.output
+    assert replay_run(out, 2).deck == tuple(decks[2])
+    deals.write_text(deals.read_text().replace("\n", "\n\n", 1))  # the same decks, another file
+    with pytest.raises(UsageError, match="deal file"):
+        replay_run(out, 2)
+
+
+def test_a_solve_run_replays_its_recorded_winning_line(tmp_path):
+    out = tmp_path / "solve"
+    r = invoke("solve", "-n", "6", "--node-limit", "300", "-w", "1", "--out", out, "-q")
+    assert r.exit_code == 0, r.output
+    rows = sim.load(out).collect()
+    won = rows.filter(pl.col("outcome") == "won").row(0, named=True)
+    r = replay_run(out, won["game"])
+    assert [t.cell for t in r.turns] == list(won["moves"]) and (r.end, r.score) == ("win", won["score"])
+    board = Board()
+    for t in r.turns:
+        board.place(t.cell, t.card)
+    assert board.piles == 16 and board.face_down_count == 0 and len(r.turns) == 40 - won["score"]
+    side = invoke("replay", "--run", out, "--game", won["game"], "--policy", "greedy")
+    assert side.exit_code == 0, side.output
+    assert side.stdout.count("deck: ") == 2 and "policy: solve node_limit=300" in side.stdout
+    assert "policy: greedy" in side.stdout
+    open_deal = rows.filter(pl.col("outcome") != "won").row(0, named=True)
+    r = invoke("replay", "--run", out, "--game", open_deal["game"])
+    assert r.exit_code == 2 and "no winning line recorded" in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_a_game_that_plays_otherwise_now_is_refused(random_run, monkeypatch):
+    # A policy whose code changed since the run (another version of the project) plays another game than the row's.
+    import sim.analysis.replay as replaying
+
+    played = replaying.replay
+    monkeypatch.setattr(replaying, "replay", lambda deck, policy, *a, **kw: played(deck, "greedy", *a, **kw))
+    rows = sim.load(random_run).collect()
+    games = [g for g in range(12) if len(played(sim.deal(5, g), "greedy", sim.Rules(max_face_down=3)).turns)
+             != rows["cards_played"][g]]
+    assert games
+    with pytest.raises(RunError, match="plays differently now"):
+        replay_run(random_run, games[0])
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--game", "12"], "holds no game 12"),
+    (["--seed", "3"], "do not go with --run"),
+    (["--rule", "grid=3"], "do not go with --run"),
+])
+def test_replay_run_refuses_what_the_run_does_not_hold_or_already_records(random_run, args, says):
+    r = invoke("replay", "--run", random_run, *args)
+    assert r.exit_code == 2 and says in r.stderr and len(r.stderr.splitlines()) == 1
