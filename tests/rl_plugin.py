@@ -73,3 +73,12 @@ class Greedy(ObservationPolicy):
         if tie != "lowest":
             raise ValueError(f"tie must be lowest, not {tie!r}")
         super().__init__(greedy_act)
+
+
+def stock_act(obs: dict, mask: np.ndarray) -> int:
+    """A legal cell picked by the stock's count of the drawn card's rank: an agent that reads the stock."""
+    legal = np.flatnonzero(mask)
+    return int(legal[int(obs["stock"][obs["card"] - 1]) % len(legal)])
+
+
+stock_policy = ObservationPolicy(stock_act, mask=True)

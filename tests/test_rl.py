@@ -553,7 +553,7 @@ def test_the_adapter_sees_what_the_environment_shows():
             position_board.state[:] = board.state
             K.draw(position_board.state, deck[t])  # what the plugin loop shows a policy: the card drawn
             seen.clear()
-            cell = policy.choose(Position(position_board, 8, game, random.Random(0)), deck[t])
+            cell = policy.choose(Position(position_board, 8, game, random.Random(0), deck[t]), deck[t])
             (their_obs, their_mask), = seen
             assert all(np.array_equal(their_obs[k], obs[k]) for k in O.KEYS)
             assert np.array_equal(their_mask, info["action_mask"])
@@ -562,6 +562,47 @@ def test_the_adapter_sees_what_the_environment_shows():
             t += 1
         result = sim.play(deck, f"{PLUGIN}:policy", seed=8, game=game)  # the act, as a plugin
         assert (info["end"], info["score"], info["cards_played"]) == (result.end, result.score, result.cards_played)
+
+
+def test_an_agent_that_reads_the_stock_plays_as_a_plugin_the_games_it_plays_in_the_environment():
+    # The plugin showed the drawn card's rank once more in the stock than the environment: every game differed.
+    from rl_plugin import stock_act
+
+    env = FoursquareEnv()
+    for game in range(30):
+        obs, info = env.reset(seed=9, options={"game": game})
+        terminated = False
+        while not terminated:
+            obs, _, terminated, _, info = env.step(stock_act(obs, info["action_mask"]))
+        result = sim.play(sim.deal(9, game), f"{PLUGIN}:stock_policy", seed=9, game=game)
+        assert (info["end"], info["score"], info["cards_played"]) == (result.end, result.score, result.cards_played)
+
+
+def test_a_copied_or_unpickled_environment_plays_on_as_the_original():
+    # The copies' buffers lost their views: a step left the observation as it was, a reset kept the old deck.
+    import copy
+    import pickle
+
+    fresh = [copy.deepcopy(FoursquareEnv()), pickle.loads(pickle.dumps(FoursquareEnv()))]
+    env = FoursquareEnv()
+    env.reset(seed=0, options={"game": 5})
+    for cell in (24, 17):
+        env.step(cell)
+    copies = [copy.deepcopy(env), pickle.loads(pickle.dumps(env))]
+    expected = [env.step(cell)[0] for cell in (31,)] + [env.reset(seed=0, options={"game": 6})[0]]
+    for other in copies + fresh:
+        got = [] if other in fresh else [other.step(31)[0]]
+        got.append(other.reset(seed=0, options={"game": 6})[0])
+        want = expected if other in copies else expected[1:]
+        assert all(np.array_equal(a[k], b[k]) for a, b in zip(got, want) for k in O.KEYS)
+
+
+def test_the_table_cannot_be_read_before_the_first_reset():
+    # render() read an unwritten state: a garbage table, or a crash of the process.
+    env = FoursquareEnv(render_mode="ansi")
+    for read in (env.render, env.board, env.render_text):
+        with pytest.raises(RuntimeError, match="call reset"):
+            read()
 
 
 def test_an_adapted_callable_that_returns_an_illegal_cell_is_named():

@@ -57,7 +57,9 @@ class ObservationPolicy:
 
     def observation(self, position, card: int):
         """What the environment would show for `position` (a plugin's `Position`) with `card` drawn."""
-        flat = O.observe(position.board().state, card)
+        state = position.board().state  # its stock still holds the drawn card, for board().place
+        K.draw(state, card)  # the environment shows the stock with the drawn card gone
+        flat = O.observe(state, card)
         return flat if self.flat else O.as_dict(flat)
 
     def choose(self, position, card: int):

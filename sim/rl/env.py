@@ -153,6 +153,14 @@ class FoursquareEnv(gym.Env):
         self._last_cell: int | None = None
         self._started = False
 
+    def __setstate__(self, state):
+        """After a copy or an unpickling: the views into the buffers again (copying made them arrays of their own,
+        which `reset` and `step` would not write)."""
+        self.__dict__.update(state)
+        self._deck = self._decks[0]
+        self._grids = self._obs[RK.OBS_TOP:RK.OBS_CARD].reshape((3,) + O.GRID)
+        self._stock = self._obs[RK.OBS_STOCK:RK.OBS_TURN]
+
     # --- the Gymnasium API ---------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -215,6 +223,7 @@ class FoursquareEnv(gym.Env):
             gym.logger.warn("render() without a render_mode: make the environment with render_mode='ansi' "
                             "or 'rgb_array'")
             return None
+        self._check_dealt()
         if self.render_mode == "rgb_array":
             return draw_rgb(self._state, self._card if self._end is None else 0, self._last_cell)
         return self.render_text()
@@ -237,6 +246,7 @@ class FoursquareEnv(gym.Env):
 
     def board(self) -> Board:
         """A copy of the current position as a `sim.Board` (the table, faces, heights, stock counts)."""
+        self._check_dealt()
         board = Board(self.rules)
         board.state[:] = self._state
         return board
@@ -254,6 +264,11 @@ class FoursquareEnv(gym.Env):
         return f"{grid}\n{status}\n"
 
     # --- helpers --------------------------------------------------------------------------------------
+
+    def _check_dealt(self):
+        """Before the first reset there is no table to read (the state is not yet written)."""
+        if not self._started:
+            raise RuntimeError("no game yet: call reset() first")
 
     def _reset_options(self, options):
         if options is None:
