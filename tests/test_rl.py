@@ -308,6 +308,7 @@ def test_bad_settings_are_clear_errors(kwargs, message):
     ({"game": 1, "deck": list(range(1, 11)) * 4}, "give options 'game' .* or 'deck' .*, not both"),
     ({"deck": [1] * 40}, "a deck has four cards of each rank"),
     ({"deck": [1, 2]}, "a deck has 40 cards"),
+    ({"deck": " ".join(map(str, range(1, 11))) * 4}, "not text"),  # its 83 characters were counted as cards
     ("game=1", "options must be a dict"),
 ])
 def test_bad_reset_options_are_clear_errors(options, message):

@@ -48,6 +48,9 @@ def deal_range(seed: int, start: int, stop: int) -> np.ndarray:
 
 def validate_deck(deck) -> np.ndarray:
     """The deck as a uint8 array; ValueError saying what is wrong otherwise."""
+    if isinstance(deck, (str, bytes)):  # its characters are not its ranks ("5 10 5 ..." has 83 of them)
+        raise ValueError("a deck is a sequence of 40 ranks, not text: [int(r) for r in text.split()] reads "
+                         "ranks written out")
     try:
         values = list(deck)
     except TypeError:
