@@ -598,6 +598,18 @@ def test_a_copied_or_unpickled_environment_plays_on_as_the_original():
         assert all(np.array_equal(a[k], b[k]) for a, b in zip(got, want) for k in O.KEYS)
 
 
+def test_a_made_environment_in_flat_observations_can_be_made_again_from_its_spec():
+    # Without its constructor recorded, env.spec.make() and check_env raised ValueError on the wrapper.
+    env = FlatObservation(gym.make("foursquare_sim/Foursquare-v0", illegal_action="lose"))
+    again = env.spec.make()
+    a, _ = env.reset(seed=3)
+    b, _ = again.reset(seed=3)
+    assert a.shape == (159,) and np.array_equal(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_env(env, skip_render_check=True)
+
+
 def test_the_table_cannot_be_read_before_the_first_reset():
     # render() read an unwritten state: a garbage table, or a crash of the process.
     env = FoursquareEnv(render_mode="ansi")

@@ -321,10 +321,12 @@ class FoursquareEnv(gym.Env):
         return info
 
 
-class FlatObservation(gym.ObservationWrapper):
+class FlatObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     """The environment with its observation as one int8 vector (layout: sim.rl.observation)."""
 
     def __init__(self, env: gym.Env):
+        # Recorded in the spec, as Gymnasium's own wrappers are: env.spec.make() and check_env rebuild it.
+        gym.utils.RecordConstructorArgs.__init__(self)
         super().__init__(env)
         self.observation_space = flat_observation_space(env.unwrapped.rules)
 
