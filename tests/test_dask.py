@@ -203,3 +203,66 @@ def test_worker_log_lines_reach_this_process_as_in_a_local_run(cluster, tmp_path
     assert re.search(r"^WARNING [^:]+: \S+logpol.py:5: UserWarning: careful in game \d+$", r.stderr, re.M), r.stderr
     q = subprocess.run([*args, "-q", "--out", str(tmp_path / "q")], capture_output=True, text=True, timeout=300)
     assert q.returncode == 0 and q.stderr == "", q.stderr
+
+
+_BUSY = {"now": 0, "most": 0}
+_BUSY_LOCK = threading.Lock()
+
+
+def _busy_chunk(payload):
+    """A chunk that takes a while and counts how many run at once (workers in this process's threads)."""
+    with _BUSY_LOCK:
+        _BUSY["now"] += 1
+        _BUSY["most"] = max(_BUSY["most"], _BUSY["now"])
+    time.sleep(0.25)
+    with _BUSY_LOCK:
+        _BUSY["now"] -= 1
+    return payload
+
+
+@pytest.mark.slow
+def test_workers_that_join_during_a_run_take_chunks_too():
+    # The chunks in flight were counted from the workers present at the start: 2, however many joined.
+    from sim.jobs.executors import run_dask
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0",
+                                  silence_logs=40) as c:
+        done = []
+        for key, result in run_dask(_busy_chunk, ((k, k) for k in range(24)), c.scheduler_address):
+            done.append(result)
+            if len(done) == 1:
+                _BUSY["most"] = 0
+                c.scale(4)
+                with distributed.Client(c.scheduler_address) as client:
+                    client.wait_for_workers(4, timeout=30)
+        assert sorted(done) == list(range(24)) and _BUSY["most"] >= 3, _BUSY
+
+
+@pytest.mark.slow
+def test_runs_sharing_a_cluster_each_write_only_their_own_log_lines(cluster, tmp_path):
+    # A run's end stopped the others' log lines, and a --quiet run printed another's warnings.
+    import re
+    import subprocess
+    import sys
+
+    procs = {}
+    for name, flag in (("long", "-v"), ("short", "-q"), ("mid", "")):
+        plugin = tmp_path / f"{name}.py"
+        plugin.write_text("import logging, time\n"
+                          "def choose(position, card):\n"
+                          "    if position.turn == 0:\n"
+                          f"        logging.getLogger('{name}').warning('{name} game %d', position.game)\n"
+                          f"        time.sleep({0.15 if name == 'long' else 0.02})\n"
+                          "    return position.legal_cells()[0]\n")
+        args = [sys.executable, "-m", "sim", "run", "-p", f"{plugin}:choose", "-n", "24" if name == "long" else "8",
+                "--chunk-size", "2", "--executor", "dask", "--scheduler", cluster.scheduler_address,
+                "--out", str(tmp_path / name)] + ([flag] if flag else [])
+        procs[name] = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    err = {name: p.communicate(timeout=300)[1] for name, p in procs.items()}
+    assert all(p.returncode == 0 for p in procs.values()), err
+    assert err["short"] == ""
+    for name, n in (("long", 24), ("mid", 8)):
+        games = re.findall(r"^WARNING [^:]+: (\w+) game (\d+)$", err[name], re.M)
+        assert sorted(games, key=lambda g: int(g[1])) == [(name, str(g)) for g in range(n)], err[name]
+    assert len(re.findall(r"^DEBUG [^:]+: chunk \d+: 2 games in", err["long"], re.M)) == 12, err["long"]
+    assert "chunk" not in err["mid"]

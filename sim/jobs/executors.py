@@ -9,8 +9,13 @@ change.
 """
 
 import contextlib
+import functools
 import logging
+import math
 import os
+import threading
+import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -152,26 +157,85 @@ def make_executor(kind: str = "local", workers: int | None = None, scheduler: st
     return Executor("dask", workers, check_scheduler(scheduler, given_as))
 
 
-def _worker_logging(level: int):
-    """A Dask worker plugin that sets a worker's logging as `setup_logging` sets this process's: "sim" at
-    `level`, Python's warnings as log records. Registered with the cluster, it reaches workers that join
-    later too."""
+_RUN = threading.local()
+"""On a Dask worker, per task thread: (topic, sim level, other level) of the run whose chunk the thread plays."""
+
+SIM_LOGGER = "sim"
+
+
+class _RunLogs(logging.Handler):
+    """On a Dask worker: sends each record a chunk logs to its own run's topic, at that run's levels, so that runs
+    sharing a cluster each hear only their own (a record logged outside a chunk goes nowhere)."""
+
+    def __init__(self, worker):
+        super().__init__()
+        self.worker = worker
+
+    def emit(self, record):
+        run = getattr(_RUN, "run", None)
+        if run is None:
+            return
+        topic, sim_level, other_level = run
+        ours = record.name == SIM_LOGGER or record.name.startswith(SIM_LOGGER + ".")
+        if record.levelno < (sim_level if ours else other_level):
+            return
+        if record.exc_info:
+            self.format(record)  # the traceback's text into exc_text, which travels
+        attrs = dict(record.__dict__, msg=record.getMessage(), args=None, exc_info=None)
+        attrs.pop("message", None)
+        self.worker.log_event(topic, attrs)
+
+
+class _WorkerLogging:
+    """A Dask worker plugin, registered once per cluster and kept (each run has its own topic): Python's warnings
+    as log records, "sim" records made at every level (each run's handler keeps its own), and `_RunLogs`."""
+
+    name = "foursquare-sim-logging"
+
+    def setup(self, worker):
+        logging.getLogger(SIM_LOGGER).setLevel(logging.DEBUG)
+        logging.captureWarnings(True)
+        root = logging.getLogger()
+        for h in [h for h in root.handlers if isinstance(h, _RunLogs)]:
+            root.removeHandler(h)
+        root.addHandler(_RunLogs(worker))
+
+    def teardown(self, worker):
+        root = logging.getLogger()
+        for h in [h for h in root.handlers if isinstance(h, _RunLogs)]:
+            root.removeHandler(h)
+
+
+def _chunk_in_run(fn: Callable, run: tuple, payload):
+    """fn(payload) on a Dask worker, its log records sent to `run`'s topic (see `_RunLogs`)."""
+    _RUN.run = run
+    try:
+        return fn(payload)
+    finally:
+        _RUN.run = None
+
+
+def _here(event) -> None:
+    """A record a worker sent to this run's topic, handled as if logged in this process."""
+    _, attrs = event
+    record = logging.makeLogRecord(attrs)
+    logging.getLogger(record.name).handle(record)
+
+
+def _forward_logs(client) -> tuple:
+    """Have the workers' log records of this run's chunks written here, as a local run's are: "sim" at this
+    process's level (-v: each chunk's line), other loggers (a plugin's own, its warnings) at warnings (errors
+    only with --quiet). Returns the run's (topic, sim level, other level) for `_chunk_in_run`."""
     from distributed.diagnostics.plugin import WorkerPlugin
 
-    class Logging(WorkerPlugin):
-        def setup(self, worker):
-            logging.getLogger("sim").setLevel(level)
-            logging.captureWarnings(True)
+    class WorkerLogging(_WorkerLogging, WorkerPlugin):
+        pass
 
-    return Logging()
-
-
-def _forward_logs(client) -> None:
-    """Have the workers' log records written here, as a local run's are: "sim" at this process's level (-v:
-    each chunk's line), other loggers (a plugin's own, its warnings) at warnings (errors only with --quiet)."""
-    level = logging.getLogger("sim").getEffectiveLevel()
-    client.register_plugin(_worker_logging(level), name="foursquare-sim-logging")
-    client.forward_logging(level=min(level, logging.getLogger().getEffectiveLevel()))
+    run = (f"foursquare-sim-logs-{uuid.uuid4().hex}", logging.getLogger(SIM_LOGGER).getEffectiveLevel(),
+           logging.getLogger().getEffectiveLevel())
+    client.subscribe_topic(run[0], _here)
+    client.register_plugin(WorkerLogging(), name=_WorkerLogging.name)
+    return run
 
 
 def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | None = None) -> Iterator:
@@ -189,22 +253,31 @@ def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | Non
         client = Client(scheduler, set_as_default=False, timeout="10s")
     except Exception as e:
         raise ExecutorError(f"cannot reach the Dask scheduler at {scheduler}: {str(e).splitlines()[0]}") from None
+    run = None
     try:
         workers = list(client.scheduler_info(n_workers=-1)["workers"])
         if not workers:
             log.warning("no Dask worker is connected to %s yet; the run waits for one", scheduler)
-        _forward_logs(client)
+        run = _forward_logs(client)
         if warm is not None:
             for address in workers:
                 client.run(warm, workers=[address])
-        threads = sum(w["nthreads"] for w in client.scheduler_info(n_workers=-1)["workers"].values()) or 1
+        task = functools.partial(_chunk_in_run, fn, run)
         todo = Feed(tasks)
         pending = as_completed(loop=client.loop)
         keys = {}
+        asked = [-math.inf, 1]  # when the cluster's threads were last counted, and how many
+
+        def threads() -> int:
+            """The cluster's threads, counted again at most once a second: workers that join during the run
+            take chunks too."""
+            if time.monotonic() - asked[0] >= 1.0:
+                asked[:] = [time.monotonic(), sum(client.nthreads().values()) or 1]
+            return asked[1]
 
         def top_up():
             """Submit tasks until 2 per thread are in flight, the source waits (WAIT) or it has ended."""
-            while len(keys) < 2 * threads:
+            while len(keys) < 2 * threads():
                 item = todo.next()
                 if item is None or item is WAIT:
                     break
@@ -213,7 +286,7 @@ def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | Non
                 # same key after an interruption must not reuse a stale result.
                 # No retries: an error in a chunk is the same every time (a
                 # policy's); a lost worker's chunks are moved by Dask anyway.
-                future = client.submit(fn, payload, pure=False)
+                future = client.submit(task, payload, pure=False)
                 keys[future.key] = key
                 pending.add(future)
             if not keys and not todo.ended:
@@ -231,6 +304,7 @@ def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | Non
             yield key, result
             top_up()
     finally:
-        with contextlib.suppress(Exception):  # the workers stop sending this run's log records
-            client.unforward_logging()
+        if run is not None:
+            with contextlib.suppress(Exception):  # this run's topic only: other runs on the cluster keep theirs
+                client.unsubscribe_topic(run[0])
         client.close()
