@@ -198,12 +198,15 @@ def parse_deck(text: str) -> list[int]:
 
     try:
         if text.lstrip().startswith("["):
-            ranks = json.loads(text)
+            try:
+                ranks = json.loads(text)
+            except json.JSONDecodeError as e:
+                fail(f"--deck: not a JSON list of ranks ({e.msg} at character {e.pos + 1})")
             if not isinstance(ranks, list) or not all(type(r) is int for r in ranks):
                 fail("--deck: a JSON deck is a list of 40 whole numbers (ranks 1..10)")
         else:
             words = text.replace(",", " ").split()
-            bad = next((w for w in words if not w.isdecimal()), None)
+            bad = next((w for w in words if not (w.isascii() and w.isdecimal())), None)
             if bad is not None:
                 fail(f"--deck: {bad!r} is not a rank: a deck is 40 ranks 1..10 separated by spaces or commas, "
                      "or the JSON list `sim deal --json` prints")

@@ -217,6 +217,38 @@ def test_two_policies_side_by_side(browser, tmp_path):
         opened.close()
 
 
+def test_pile_height_pips_stay_clear_of_the_pile_below(browser, tmp_path):
+    # max_pile=8 draws two lines of pips under a card; a pile of 4 or more on the row below shows the edges of
+    # the cards under its top, drawn above its card: no pip may lie under them.
+    opened = Opened(browser, write_replay(tmp_path, "--seed", "1", "--game", "2", "--rule", "grid=3",
+                                          "--rule", "max_pile=8"))
+    page = opened.page
+    try:
+        page.keyboard.press("End")
+        found = page.evaluate("""() => {
+          const piles = [...document.querySelectorAll('svg.board g[data-cell]')];
+          const box = e => e.getBoundingClientRect();
+          const meet = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+          const hits = [];
+          let below = 0;
+          for (const p of piles) {
+            const under = piles.find(q => +q.dataset.cell === +p.dataset.cell + 7 && +q.dataset.height >= 4);
+            if (!under) continue;
+            below++;
+            const edges = [...under.querySelectorAll(':scope > rect')].map(box);
+            for (const pip of p.querySelectorAll('circle'))
+              if (edges.some(e => meet(box(pip), e))) hits.push(p.dataset.cell);
+          }
+          return [below, hits];
+        }""")
+        below, hits = found
+        assert below > 0, "no pile above a pile of 4 or more: the page does not show the case"
+        assert hits == [], f"pips under the edges of the pile below, at cells {sorted(set(hits))}"
+        assert opened.errors == [] and opened.left_the_page() == []
+    finally:
+        opened.close()
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("browser-runs")

@@ -84,6 +84,13 @@ def test_replay_keeps_ranks_in_line_and_names_the_policys_arguments():
 
 @pytest.mark.parametrize("args,fragment", [
     (["replay", "--deck", "1 2 3"], "40 cards"),
+    # a rank out of range is named by its place in the deck counting from 1, as the page's "card 1 of 40"
+    (["replay", "--deck", "11 " + " ".join(["5"] * 39)], "card 1 (index 0) is 11"),
+    (["replay", "--deck", " ".join(["1", "1", "1", "1", "1"] + [str(r) for r in range(2, 11) for _ in range(4)][:35])],
+     "1 x5"),
+    (["replay", "--deck", "\u0663 " + " ".join(["5"] * 39)], "is not a rank"),  # an Arabic-Indic 3: not a rank
+    (["replay", "--deck", "[1, 2,"], "not a JSON list of ranks"),
+    (["replay", "--deck", "[5.0]"], "a JSON deck is a list of 40 whole numbers"),
     (["replay", "--policy", "nope"], "known policies: greedy, random, heuristic, lookahead, rollout"),
     (["replay", "--rule", "grid=9"], "grid"),
     (["run", "-n", "1.5"], "'1.5'"),

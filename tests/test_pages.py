@@ -108,6 +108,37 @@ def test_two_policies_side_by_side_on_the_same_deck(tmp_path):
         assert bad.exit_code == 2 and bad.stderr.startswith("Error:") and fragment in bad.stderr
 
 
+def test_a_game_with_no_legal_cell_names_the_card_that_has_none(tmp_path):
+    # grid=2, max_pile=8: greedy fills the 4 piles with 32 cards; the 33rd has no legal cell. The page shows the
+    # 32nd as the card drawn: its end names the 33rd, the card the stock strip shows next.
+    out = tmp_path / "r.html"
+    res = cli.invoke(app, ["replay", "--seed", "1", "--game", "2", "--rule", "grid=2", "--rule", "max_pile=8",
+                           "--rule", "max_face_down=15", "--html", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    data = page_data(out)
+    (g,) = data["games"]
+    assert g["end"] == "no_move" and g["cardsPlayed"] == 32
+    rank = data["deck"][32]
+    assert (f"every pile of the full 2x2 grid holds 8 cards, so card 33 ({'A' if rank == 1 else rank}) "
+            "has no legal cell") in g["endText"]
+    assert res.stdout.splitlines()[-1] == "end: lost (no_move) after 32 cards"
+
+
+@pytest.mark.slow  # compiles the solver
+def test_an_oracle_that_finds_no_win_says_the_game_is_greedys(tmp_path):
+    out = tmp_path / "r.html"
+    res = cli.invoke(app, ["replay", "--seed", "3", "--game", "4", "-p", "oracle", "--policy-arg", "nodes=300",
+                           "--html", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    greedy = sim.play(sim.deal(3, 4), "greedy", seed=3, game=4)
+    (g,) = page_data(out)["games"]
+    assert not greedy.won and [t["cell"] for t in g["turns"]] == list(greedy.moves)
+    note = "the solver found no win within nodes=300, so this is greedy's game"
+    assert res.stdout.splitlines()[-1] == f"note: {note}" and g["endText"].endswith(f"Note: {note}.")
+    won = cli.invoke(app, ["replay", "--seed", "0", "--game", "5", "-p", "oracle", "--policy-arg", "nodes=20000", "-q"])
+    assert won.exit_code == 0 and "note:" not in won.stdout and won.stdout.splitlines()[-1].startswith("end: win")
+
+
 # --- --png DIR, figures -------------------------------------------------------------------------------
 
 
@@ -174,6 +205,20 @@ def test_frontier_labels_stay_inside_the_panel():
     for note in ax.texts:
         box = note.get_window_extent()
         assert frame.x0 <= box.x0 and box.x1 <= frame.x1, (note.get_text(), box, frame)
+
+
+def test_runs_at_the_same_point_of_the_frontier_share_one_label_above_the_axis():
+    # Two runs that lost every deal sit at (0, 0%): one label naming both, above the x axis's numbers.
+    fig = plots.frontier_figure(["greedy", "random", "heuristic"], [0.0, 0.0, 0.5], [0.0, 0.0, 0.3],
+                                [0.79, 0.79, 0.7], [0.0, 0.0, 5.0], "frontier")
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    frame = ax.get_window_extent()
+    texts = sorted(t.get_text() for t in ax.texts)
+    assert texts == ["greedy\nrandom\n0.0%, 0.00", "heuristic\n50.0%, 5.00"], texts
+    for note in ax.texts:
+        box = note.get_window_extent()
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0, (note.get_text(), box, frame)
 
 
 def test_the_verdict_names_the_side_ahead_without_a_runs_colour(runs):

@@ -382,13 +382,20 @@ def frontier_figure(labels, rates, lows, highs, per_deal, title: str, caption: s
     axes = fig.subplots(1, 2, width_ratios=[1, 1.2]) if zoom else [fig.subplots()]
     notes = []
     for ax, shown in zip(axes, [range(k), strong] if zoom else [range(k)]):
+        labelled = [i for i in shown if ax is axes[-1] or i not in strong]
+        # Runs at the same point (the same games, e.g. two runs that lost every deal) share one label, their
+        # names one under the other, not labels printed over each other.
+        at = {}
+        for i in labelled:
+            at.setdefault((float(x[i]), float(rates[i])), []).append(i)
         for i in shown:
+            # clip_on=False: a run at 0% and 0 per deal sits on the axes' corner, drawn whole.
             ax.errorbar([x[i]], [rates[i]], yerr=[[rates[i] - lows[i]], [highs[i] - rates[i]]], fmt="o",
-                        capsize=4, color=_colour(i), markersize=7)
-            if ax is axes[-1] or i not in strong:
-                notes.append((ax, ax.annotate(f"{names[i]}\n{_percent(rates[i])}, {x[i]:.2f}", (x[i], rates[i]),
-                                              textcoords="offset points", xytext=(7, 0), ha="left", va="center",
-                                              fontsize="x-small")))
+                        capsize=4, color=_colour(i), markersize=7, clip_on=False)
+        for (px, py), same in at.items():
+            text = "\n".join(names[i] for i in same) + f"\n{_percent(py)}, {px:.2f}"
+            notes.append((ax, ax.annotate(text, (px, py), textcoords="offset points", xytext=(7, 0), ha="left",
+                                          va="center", fontsize="x-small")))
         ax.set_xlabel("mean score per deal (a lost deal counts 0)")
         ax.grid(alpha=0.3)
     right = max(1.0, float(np.nanmax(x)) if k else 1.0)
@@ -410,12 +417,19 @@ def frontier_figure(labels, rates, lows, highs, per_deal, title: str, caption: s
 
 
 def _labels_inside(fig, notes) -> None:
-    """Put a point's label on its left instead when, on its right, it would run past the panel's frame."""
+    """Put a point's label on its left instead when, on its right, it would run past the panel's frame, and
+    above its point when, beside it, it would run under the frame's bottom (onto the axis's numbers)."""
     fig.canvas.draw()  # lays the figure out, so that the labels' extents are known
     for ax, note in notes:
-        if note.get_window_extent().x1 > ax.get_window_extent().x1:
+        box, frame = note.get_window_extent(), ax.get_window_extent()
+        dx, dy = note.xyann
+        if box.x1 > frame.x1:
             note.set_horizontalalignment("right")
-            note.xyann = (-7, 0)
+            dx = -7
+        if box.y0 < frame.y0:
+            note.set_verticalalignment("bottom")
+            dy = 4
+        note.xyann = (dx, dy)
 
 
 def paired_difference_figure(pairs, n: int, caption: str = ""):

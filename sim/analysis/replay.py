@@ -150,6 +150,16 @@ def policy_text(r: Replay) -> str:
     return f"{r.policy} {args}" if args else r.policy
 
 
+def fallback_note(r: Replay) -> str:
+    """For an oracle game that is not a win, that the solver found none and the game is greedy's (what the oracle
+    plays then); empty otherwise."""
+    if r.policy != "oracle" or r.end == "win":
+        return ""
+    from sim.players.oracle import ORACLE_NODES
+
+    return f"the solver found no win within nodes={r.policy_args.get('nodes', ORACLE_NODES)}, so this is greedy's game"
+
+
 def cell_name(cell: int) -> str:
     """A canonical cell with its row and column, e.g. "24 (r3 c3)"."""
     row, col = divmod(cell, K.SIDE)
@@ -180,4 +190,6 @@ def format_replay(r: Replay) -> str:
         lines.append(f"end: win after {len(r.turns)} cards, score {r.score} (cards left in the stock)")
     else:
         lines.append(f"end: lost ({r.end}) after {len(r.turns)} cards")
+    if fallback_note(r):
+        lines.append(f"note: {fallback_note(r)}")
     return "\n".join(lines)

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from html import escape
 
 from sim import kernels as K
-from sim.analysis.replay import Replay, policy_text
+from sim.analysis.replay import Replay, fallback_note, policy_text
 from sim.engine.board import Board
 from sim.version import __version__
 
@@ -37,8 +37,14 @@ def _window(cells: list[int], grid: int) -> dict:
     return {"row0": start(min(rows), max(rows)), "col0": start(min(cols), max(cols)), "size": grid}
 
 
-def end_text(r: Replay, face_down: int) -> str:
-    """How the game ended, in words: the END_NAMES reason and, for a win, the score."""
+def end_text(r: Replay, face_down: int, board: Board | None = None) -> str:
+    """How the game ended, in words: the END_NAMES reason and, for a win, the score; for an oracle that found no
+    win, that the game is greedy's. `board` (the final table) says, for no_move, that every pile is full."""
+    note = fallback_note(r)
+    return _end_reason(r, face_down, board) + (f" Note: {note}." if note else "")
+
+
+def _end_reason(r: Replay, face_down: int, board: Board | None) -> str:
     played = len(r.turns)
     g = r.rules.grid
     if r.end == "win":
@@ -50,7 +56,12 @@ def end_text(r: Replay, face_down: int) -> str:
     if r.end == "stock_empty":
         return (f"Lost (stock_empty) after {played} cards: the stock ran out before a full grid "
                 "with every top card face up. No score.")
-    return f"Lost ({r.end}) after {played} cards: no legal cell for the card drawn. No score."
+    rank = r.deck[played] if played < len(r.deck) else None
+    nxt = "the next card" if rank is None else f"card {played + 1} ({'A' if rank == 1 else rank})"
+    full = (board is not None and board.piles == g * g
+            and all(board.height(c) == r.rules.max_pile for c in board.occupied))
+    why = f"every pile of the full {g}x{g} grid holds {r.rules.max_pile} cards, so " if full else ""
+    return f"Lost ({r.end}) after {played} cards: {why}{nxt} has no legal cell. No score."
 
 
 def game_data(r: Replay) -> dict:
@@ -69,7 +80,7 @@ def game_data(r: Replay) -> dict:
     return {
         "policy": r.policy, "policyArgs": r.policy_args, "label": policy_text(r),
         "end": r.end, "score": r.score, "won": r.end == "win",
-        "cardsPlayed": len(r.turns), "endText": end_text(r, final_face_down),
+        "cardsPlayed": len(r.turns), "endText": end_text(r, final_face_down, board),
         "window": _window(list(board.occupied), r.rules.grid), "turns": turns,
     }
 
@@ -406,12 +417,13 @@ footer { color: var(--muted); font-size: 0.78em; padding: 0 1.2em 1.2em; }
         el("rect", {x: x - 3, y: y - 3, width: CARD_W + 6, height: CARD_H + 6, rx: 8, fill: "none",
                     stroke: "#ff7a1a", "stroke-width": 3}, grp);
       }
-      // Pile height as pips under the card: one row, or two for piles of more than 4 (clear of the next pile's).
+      // Pile height as pips under the card: one row, or two for piles of more than 4, both clear of the edges
+      // of a pile of 4 or more on the row below (its top edge is 7.5 px above its card, 16.5 px under this one).
       var perRow = DATA.maxPile > 4 ? Math.ceil(DATA.maxPile / 2) : DATA.maxPile;
       for (var q = 0; q < DATA.maxPile; q++) {
         var line = Math.floor(q / perRow), inRow = Math.min(perRow, DATA.maxPile - line * perRow);
         el("circle", {cx: xy.x + CW / 2 + (q % perRow - (inRow - 1) / 2) * 9,
-                      cy: y + CARD_H + (perRow < DATA.maxPile ? 7 + 8 * line : 10), r: perRow < DATA.maxPile ? 2.5 : 3,
+                      cy: y + CARD_H + (perRow < DATA.maxPile ? 7 + 6 * line : 10), r: perRow < DATA.maxPile ? 2.2 : 3,
                       fill: q < height ? "#ffffff" : "none", stroke: "#d8efe2", "stroke-width": 1}, grp);
       }
       var tip = el("title", {}, grp);

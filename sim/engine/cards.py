@@ -60,7 +60,7 @@ def validate_deck(deck) -> np.ndarray:
     ranks = []
     for pos, v in enumerate(values):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= K.RANKS:
-            raise ValueError(f"card {pos} is {v!r}; ranks are integers 1..10")
+            raise ValueError(f"card {pos + 1} (index {pos}) is {v!r}; ranks are integers 1..10")
         ranks.append(int(v))
     counts = np.bincount(ranks, minlength=K.RANKS + 1)[1:]
     wrong = [f"{r} x{c}" for r, c in enumerate(counts, start=1) if c != K.COPIES]
