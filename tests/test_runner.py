@@ -83,6 +83,23 @@ def test_manifest_records_the_run(tmp_path):
         assert m[key]
 
 
+def test_a_resumed_run_s_speed_is_its_games_over_its_seconds_in_every_session(tmp_path):
+    # The manifest gave the run's seconds over every session beside the last session's games per second.
+    out = tmp_path / "run"
+    sim.run(sim.RunConfig(policy="greedy", n=3000, seed=2), workers=1, chunk_size=500, out=out)
+    for part in sorted((out / "games").glob("part-*.parquet"))[2:]:
+        part.unlink()
+    m = json.loads((out / "manifest.json").read_text())
+    m["status"] = "incomplete"
+    (out / "manifest.json").write_text(json.dumps(m))
+    sim.resume(out, workers=1)
+    m = json.loads((out / "manifest.json").read_text())
+    sessions = m["sessions"]
+    assert len(sessions) == 2 and sum(s["games"] for s in sessions) == 3000 + 2000
+    assert m["seconds"] == round(sum(s["seconds"] for s in sessions), 3)
+    assert m["games_per_s"] == round(5000 / m["seconds"], 1)
+
+
 def test_manifest_lists_each_part_as_it_is_written(tmp_path, monkeypatch):
     # `sim report` on a long run still going reads the manifest: it must not wait for the end.
     monkeypatch.setattr(runner, "MANIFEST_EVERY", 0.0)

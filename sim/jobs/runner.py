@@ -339,6 +339,7 @@ class _Progress:
 
 def _manifest(job: Job, config, p: _Progress, status: str) -> dict:
     last = p.sessions[-1] if p.sessions else {}
+    seconds = round(sum(s.get("seconds", 0.0) for s in p.sessions), 3)  # the run's, over every session
     settings = job.settings(config)
     return {
         "format": FORMAT,
@@ -355,8 +356,8 @@ def _manifest(job: Job, config, p: _Progress, status: str) -> dict:
         "chunks": chunk_count(config.n, p.chunk_size),
         "started": p.sessions[0]["started"] if p.sessions else None,
         "ended": last.get("ended"),
-        "seconds": round(sum(s.get("seconds", 0.0) for s in p.sessions), 3),
-        "games_per_s": last.get("games_per_s"),
+        "seconds": seconds,
+        "games_per_s": round(sum(s.get("games", 0) for s in p.sessions) / seconds, 1) if seconds else None,
         "status": status,
         "sessions": p.sessions,
         "parts": {name: info["rows"] for name, info in sorted(p.parts.items())},
