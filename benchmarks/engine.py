@@ -16,12 +16,18 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=1_000_000, help="games per policy (default 1e6)")
+    parser.add_argument("-n", default="1e6", help="games per policy (default 1e6)")
     args = parser.parse_args()
 
     t0 = time.perf_counter()
     import sim
     import_s = time.perf_counter() - t0
+    from sim.errors import parse_count
+
+    try:
+        args.n = parse_count(args.n, "-n")  # after the import, which is timed
+    except ValueError as e:
+        parser.error(str(e))
 
     t0 = time.perf_counter()
     sim.play_range(0, 0, 1, "greedy")

@@ -26,14 +26,16 @@ import time
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
+from sim.errors import parse_count  # noqa: E402  (1e5 as sim takes it)
+
 SETTINGS = ({}, {"adjacency": "king"}, {"max_face_down": "3"}, {"grid": "3"})
 REFERENCE = "policies.lookahead:choose_exhaustive"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=2000, help="deals per rule setting (default 2000)")
-    parser.add_argument("--speed", type=int, default=200, help="games per speed measurement (default 200)")
+    parser.add_argument("-n", type=parse_count, default=2000, help="deals per rule setting (default 2000)")
+    parser.add_argument("--speed", type=parse_count, default=200, help="games per speed measurement (default 200)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of the speed measurement (default 3)")
     parser.add_argument("--seed", type=int, default=2026, help="seed of the compared deals (default 2026)")
     parser.add_argument("--old", help="an earlier policies/lookahead.py to time against (its choose)")

@@ -46,10 +46,12 @@ import time
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
+from sim.errors import parse_count  # noqa: E402  (1e5 as sim takes it)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=150, help="deals of seed 1 whose positions are profiled (default 150)")
+    parser.add_argument("-n", type=parse_count, default=150, help="deals of seed 1 whose positions are profiled (default 150)")
     parser.add_argument("--rounds", type=int, default=5, help="timing rounds; the least time counts (default 5)")
     args = parser.parse_args()
 
@@ -298,7 +300,7 @@ def main() -> None:
     near_best = (below <= 2 * L.margin(params)) & (gaps[:, 5] >= 0)
     close = np.bincount(gaps[near_best, 5].astype(np.int64), minlength=len(states))
     settled = near_best & (close[np.maximum(gaps[:, 5], 0).astype(np.int64)] >= 2)
-    roots = gaps[settled][:, [5, 9]].astype(np.int64)
+    roots = np.ascontiguousarray(gaps[settled][:, [5, 9]], np.int64)  # the layout the warm-up compiles for
     settle(states, cards, rules, params, roots[:3], bests[settled][:3], True)  # compile
     settle(states, cards, rules, params, roots[:3], bests[settled][:3], False)
     took = [np.inf, np.inf]

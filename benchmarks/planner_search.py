@@ -21,6 +21,8 @@ import time
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
+from sim.errors import parse_count  # noqa: E402  (1e5 as sim takes it)
+
 SETTINGS = {
     "one card": {"endgame": "-1"},
     "grid full, 3 cells, 2 follow-ups": {"endgame": "0", "roots": "3", "follow": "2"},
@@ -41,9 +43,9 @@ SETTINGS = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=2000, help="deals per seed (default 2000)")
+    parser.add_argument("-n", type=parse_count, default=2000, help="deals per seed (default 2000)")
     parser.add_argument("--seed", type=int, action="append", help="seeds of the deals (default 22 and 23)")
-    parser.add_argument("--speed", type=int, default=200, help="games of seed 1 timed on one core (default 200)")
+    parser.add_argument("--speed", type=parse_count, default=200, help="games of seed 1 timed on one core (default 200)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of the timing (default 3)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes for the deals (default 2)")
     parser.add_argument("--only", action="append", help="settings to run (by name; default all)")

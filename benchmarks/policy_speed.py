@@ -13,13 +13,15 @@ import time
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
+from sim.errors import parse_count  # noqa: E402  (1e5 as sim takes it)
+
 GAMES = {"greedy": 300_000, "random": 300_000, "heuristic": 40_000, "lookahead": 1_000, "rollout": 20, "planner": 1_000}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policy", action="append", help="policy to measure (repeatable; default all)")
-    parser.add_argument("-n", type=int, help="games per policy")
+    parser.add_argument("-n", type=parse_count, help="games per policy")
     args = parser.parse_args()
 
     import sim

@@ -20,6 +20,7 @@ import time
 
 import sim
 from sim.solver.solver import solve
+from sim.errors import parse_count  # 1e5 as sim takes it
 
 HARD_300 = (7, 18, 28, 31, 45, 49, 63, 65, 66, 83, 108, 120, 126, 127, 133, 134, 162, 164, 174, 175, 183, 200,
             206, 208, 228, 232, 238, 254, 255, 258, 265, 271, 278, 290, 292, 296)
@@ -30,7 +31,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--deals", default=",".join(map(str, HARD_300)), help="game numbers, comma-separated")
-    parser.add_argument("--node-limit", type=int, default=10_000_000)
+    parser.add_argument("--node-limit", type=parse_count, default=10_000_000)
     parser.add_argument("--time-limit", type=float, default=None, help="seconds per deal instead of a node limit")
     parser.add_argument("--ab", default=None, help="switches of sim.solve, comma-separated: each deal with them "
                         "off, then on")
