@@ -282,6 +282,22 @@ def test_a_compiled_plugin_s_faults_in_one_game_are_policy_errors(tmp_path):
             play(deck, f"{plugin}:raises")
 
 
+def test_a_compiled_plugin_that_does_not_fit_the_contract_is_told_what_is_wrong(tmp_path):
+    # numba's error is about the game loop the plugin is compiled into; its first line says only that it failed.
+    plugin = tmp_path / "misfit.py"
+    plugin.write_text("from numba import njit\n\n"
+                      "@njit\ndef floats(state, rules, card, legal, rng, params):\n    return 24.0\n\n"
+                      "@njit\ndef two_args(state, card):\n    return 24\n\n"
+                      "@njit\ndef typo(state, rules, card, legal, rng, params):\n    return state.size2\n")
+    deck = sim.deal(0, 0)
+    for attr, fragment in (("floats", "it returns float64, not a cell"),
+                           ("two_args", "must take (state, rules, card, legal, rng, params)"),
+                           ("typo", "Unknown attribute 'size2' of type array(int64, 1d, C)"), ("typo", "misfit.py, line 13)")):
+        with pytest.raises(sim.PolicyError) as e:
+            sim.play(deck, f"{plugin}:{attr}")
+        assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
 def test_a_plugin_file_edited_between_runs_in_one_process_plays_its_new_code(tmp_path):
     # A run records the file's digest; it must play the code that digest names, not the module loaded before:
     # the same rows as a fresh process playing the edited file.

@@ -125,7 +125,8 @@ def _plugin_failed(spec: PolicySpec, e: Exception, decks: np.ndarray, seed: int,
     if spec.kind != "compiled":
         return
     if isinstance(e, NumbaError):  # it never ran: it does not fit the contract
-        raise PolicyError(f"policy {spec.name!r} does not compile as a policy: {_first_line(e)}") from None
+        raise PolicyError(f"policy {spec.name!r} does not compile as a policy: "
+                          f"{plugins.contract_problem(spec.load(), e)}") from None
     # A compiled plugin raised: play the games again turn by turn through Python to say which game and
     # turn, as the error of any policy does.
     plugins.play_python(spec, decks, seed, first_game, rules, new_columns(len(decks)))
@@ -252,8 +253,6 @@ def warm_up(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded: bo
         if seeded or decks or replay:  # one compiled entry point serves all three
             play_decks(deck, spec)
     except NumbaError as e:  # the plugin does not fit the contract
-        raise PolicyError(f"policy {spec.name!r} does not compile as a policy: {_first_line(e)}") from None
+        raise PolicyError(f"policy {spec.name!r} does not compile as a policy: "
+                          f"{plugins.contract_problem(spec.load(), e)}") from None
 
-
-def _first_line(e: Exception) -> str:
-    return next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)

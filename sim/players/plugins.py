@@ -21,6 +21,7 @@ import importlib
 import importlib.util
 import multiprocessing
 import random
+import re
 import site
 import sys
 import sysconfig
@@ -29,6 +30,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import numpy as np
+from numba import types
+from numba.core.errors import NumbaError
 from numba.core.registry import CPUDispatcher
 
 import policies
@@ -596,6 +599,47 @@ def play_python(spec: PolicySpec, decks: np.ndarray, seed: int, first_game: int,
         cols["face_down"][i], cols["piles"][i] = g.state[K.FACE_DOWN_COUNT], g.state[K.PILES]
         cols["score"][i] = K.DECK_SIZE - g.cards_played if g.end == K.END_WIN else -1
         cols["illegal"][i] = -1
+
+
+_ARRAY = {t: types.Array(t, 1, "C") for t in (types.int64, types.uint64, types.float64)}
+CONTRACT = (_ARRAY[types.int64], _ARRAY[types.int64], types.uint8, types.int64, _ARRAY[types.uint64],
+            _ARRAY[types.float64])
+"""The argument types the game loops call a compiled policy with: (state, rules, card, legal, rng, params)."""
+
+
+def contract_problem(choose, error: Exception) -> str:
+    """Why a jitted `choose` does not compile inside a game loop (`error`, numba's), in one line.
+
+    Compiled alone with the contract's arguments, its own fault shows (numba's error about the game loop
+    says only that the loop failed, or names the loop's lines): the arguments it takes, a line of its own
+    that does not compile, or the type it returns when that is not an integer cell.
+    """
+    try:
+        choose.compile(CONTRACT)
+        returned = choose.overloads[CONTRACT].signature.return_type
+    except TypeError as e:  # numba's "Signature mismatch": another number of arguments
+        return f"it must take (state, rules, card, legal, rng, params): {e}"
+    except NumbaError as e:
+        return numba_reason(e)
+    except Exception:  # compiling refused (explicit signatures): the loop's error is all there is
+        return numba_reason(error)
+    if not isinstance(returned, types.Integer) or isinstance(returned, types.Boolean):
+        return f"it returns {returned}, not a cell (an integer 0..48)"
+    return numba_reason(error)
+
+
+def numba_reason(error: Exception) -> str:
+    """A numba compile error in one line: its first telling line (with what follows a trailing colon) and the
+    first source line it names."""
+    lines = [line.strip() for line in str(error).splitlines()]
+    telling = [line for line in lines if line and not line.startswith(("Failed in ", "During: ", "File ", "^"))]
+    if not telling:
+        return type(error).__name__
+    reason = telling[0]
+    if reason.endswith(":") and len(telling) > 1:
+        reason = f"{reason} {telling[1]}"
+    where = next((m for m in map(re.compile(r'File "(.+)", line (\d+)').match, lines) if m), None)
+    return f"{reason} ({where[1]}, line {where[2]})" if where else reason
 
 
 def compiled_loops(spec: PolicySpec):
