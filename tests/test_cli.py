@@ -159,6 +159,19 @@ def test_a_plugin_class_that_cannot_play_is_a_one_line_error_naming_it(tmp_path,
     assert not (tmp_path / "results").exists()
 
 
+def test_a_plugin_class_s_policy_arg_errors_name_the_keys_it_takes(tmp_path, monkeypatch):
+    # as a built-in's do: an unknown key names the valid ones; a missing one says which --policy-arg to give
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "argpol.py").write_text("class Picky:\n    def __init__(self, depth, mode='fast'):\n        pass\n\n"
+                                        "    def choose(self, position, card):\n        return position.legal_cells()[0]\n")
+    for args, message in (
+            (["--policy-arg", "depth=1", "--policy-arg", "dpth=2"], "has no parameter dpth; it takes: depth, mode"),
+            (["--policy-arg", "mode=slow"], "needs --policy-arg depth=VALUE")):
+        r = invoke("run", "-p", "argpol.py:Picky", *args, "-n", "5", "-w", "1")
+        assert r.exit_code == 2, r.output
+        assert r.stderr.strip() == f"Error: policy 'argpol.py:Picky' {message}"
+
+
 def test_resume_refuses_a_policy_arg(tmp_path):
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=200), out=out, workers=1)

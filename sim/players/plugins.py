@@ -19,6 +19,7 @@ import ast
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import multiprocessing
 import random
 import re
@@ -527,7 +528,7 @@ def make_python_policy(spec: PolicySpec):
         try:
             instance = obj(**spec.arg_dict)
         except TypeError as e:
-            raise ValueError(f"policy {spec.name!r}: {e}") from None
+            raise ValueError(_arguments_problem(spec.name, obj, spec.arg_dict) or f"policy {spec.name!r}: {e}") from None
         except Exception as e:
             message = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
             raise ValueError(f"policy {spec.name!r}: constructing {obj.__name__} failed: "
@@ -540,6 +541,27 @@ def make_python_policy(spec: PolicySpec):
     if hasattr(obj, "choose") and not callable(obj):
         return obj.choose
     return obj
+
+
+def _arguments_problem(name: str, cls: type, args: dict[str, str]) -> str | None:
+    """What is wrong with the --policy-arg values for a class plugin, in the words used for a built-in's (the
+    keys it has no parameter for, naming those it takes; or the one it needs), None when its signature does
+    not say."""
+    try:
+        params = list(inspect.signature(cls).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    known = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = sorted(set(args) - set(known))
+    if unknown:
+        return (f"policy {name!r} has no parameter {', '.join(unknown)}; "
+                f"it takes: {', '.join(known) or 'no parameters'}")
+    missing = [p.name for p in params if p.name in known and p.default is p.empty and p.name not in args]
+    if missing:
+        return f"policy {name!r} needs {' '.join(f'--policy-arg {m}=VALUE' for m in missing)}"
+    return None
 
 
 def _decider(spec: PolicySpec, rules: Rules):
