@@ -1,5 +1,7 @@
 """Strong policies, policy parameters, plugins and sim tune."""
 
+import contextlib
+import io
 import json
 import random
 import subprocess
@@ -296,6 +298,23 @@ def test_a_compiled_plugin_that_does_not_fit_the_contract_is_told_what_is_wrong(
         with pytest.raises(sim.PolicyError) as e:
             sim.play(deck, f"{plugin}:{attr}")
         assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
+def test_what_a_python_plugin_prints_goes_to_stderr_leaving_stdout_the_summary(tmp_path):
+    (tmp_path / "loud.py").write_text("print('importing loud')\n\n"
+                                      "class Loud:\n    def __init__(self):\n        print('constructing Loud')\n\n"
+                                      "    def choose(self, position, card):\n        print('turn', position.turn)\n"
+                                      "        return position.legal_cells()[0]\n")
+    r = subprocess.run([sys.executable, "-m", "sim", "run", "--policy", "loud.py:Loud", "-n", "2", "-w", "1",
+                        "--format", "json", "--out", "r"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["games"] == 2
+    for said in ("importing loud", "constructing Loud", "turn 0"):
+        assert said in r.stderr
+    for play in (sim.play, sim.trace):
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            play(sim.deal(0, 0), str(tmp_path / "loud.py:Loud"))
+        assert out.getvalue() == ""
 
 
 def test_a_plugin_file_edited_between_runs_in_one_process_plays_its_new_code(tmp_path):

@@ -16,6 +16,7 @@ pile heights, the legal cells and the stock's composition, never its order.
 """
 
 import ast
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -43,6 +44,12 @@ from sim.engine.results import GameTrace, PolicyError, illegal_move_error
 from sim.engine.rules import Rules
 
 ENTRY_POINT_GROUP = "foursquare_sim.policies"
+
+
+def plugin_output():
+    """While a plugin's code runs (its import, its constructor, its games): what it prints goes to stderr, as log
+    lines do, so that stdout holds only what the command says (a run's summary, `--format json`)."""
+    return contextlib.redirect_stdout(sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,11 @@ def _exec_file(target: str, path: Path, digest: str):
 
 
 def _load_target(target: str):
+    with plugin_output():
+        return _load(target)
+
+
+def _load(target: str):
     where, sep, attr = target.rpartition(":")
     if not sep or not where or not attr:
         raise ValueError(f"policy {target!r}: expected package.module:attr or path/to/file.py:attr")
@@ -526,7 +538,8 @@ def make_python_policy(spec: PolicySpec):
     obj = spec.load()
     if isinstance(obj, type):
         try:
-            instance = obj(**spec.arg_dict)
+            with plugin_output():
+                instance = obj(**spec.arg_dict)
         except TypeError as e:
             raise ValueError(_arguments_problem(spec.name, obj, spec.arg_dict) or f"policy {spec.name!r}: {e}") from None
         except Exception as e:
@@ -609,11 +622,17 @@ def python_game(deck, decide, rules: Rules, seed: int, game: int, name: str) -> 
 
 def trace_python(spec: PolicySpec, deck, rules: Rules, seed: int, game: int) -> GameTrace:
     """One game of a plugin with every turn through Python (for replays and plain-Python plugins)."""
-    return python_game(deck, _decider(spec, rules), rules, seed, game, spec.name)
+    with plugin_output():
+        return python_game(deck, _decider(spec, rules), rules, seed, game, spec.name)
 
 
 def play_python(spec: PolicySpec, decks: np.ndarray, seed: int, first_game: int, rules: Rules, cols: dict) -> None:
     """Fill a batch's columns (sim.engine.results.new_columns) with games of a plugin, played through Python."""
+    with plugin_output():
+        _play_python(spec, decks, seed, first_game, rules, cols)
+
+
+def _play_python(spec: PolicySpec, decks: np.ndarray, seed: int, first_game: int, rules: Rules, cols: dict) -> None:
     decide = _decider(spec, rules)
     for i in range(decks.shape[0]):
         g = python_game(decks[i], decide, rules, seed, first_game + i, spec.name)
