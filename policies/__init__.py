@@ -85,7 +85,11 @@ def build_params(name: str, args: dict[str, str] | None = None) -> np.ndarray:
         raise ValueError(f"policy {name!r} has no parameter {', '.join(sorted(unknown))}; it takes: {takes}")
     values: list[float] = []
     for p in info.params:
-        values.extend(p.parse(args.get(p.name, p.default)))
+        try:
+            values.extend(p.parse(args.get(p.name, p.default)))
+        except ValueError as e:  # a shared parser (heuristic's weights) does not know which policy reads it
+            message = str(e)
+            raise ValueError(message if message.startswith("policy ") else f"policy {name!r}: {message}") from None
     return np.array(values, dtype=np.float64)
 
 

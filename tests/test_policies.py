@@ -108,6 +108,14 @@ def test_policy_args_change_the_policy_and_are_checked(tmp_path):
         sim.play_range(4, 0, 1, "greedy", policy_args={"weights": flat})
 
 
+def test_a_bad_weights_value_names_the_policy_that_reads_it():
+    for name in ("heuristic", "lookahead", "rollout"):
+        with pytest.raises(ValueError, match=f"^policy '{name}': weights 'abc' is neither a file"):
+            policies.build_params(name, {"weights": "abc"})
+        with pytest.raises(ValueError, match=f"^policy '{name}': need 7 weights"):
+            resolve(name, {"weights": "1,2"})
+
+
 def test_rollout_base_and_samples_matter():
     one = sim.play_range(6, 0, 6, "rollout", policy_args={"samples": "2", "base": "greedy"})
     two = sim.play_range(6, 0, 6, "rollout", policy_args={"samples": "2", "base": "greedy"})
