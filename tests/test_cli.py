@@ -172,6 +172,14 @@ def test_a_plugin_class_s_policy_arg_errors_name_the_keys_it_takes(tmp_path, mon
         assert r.stderr.strip() == f"Error: policy 'argpol.py:Picky' {message}"
 
 
+def test_a_module_plugin_that_is_a_file_here_says_how_to_name_the_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text("def choose(position, card):\n    return position.legal_cells()[0]\n")
+    r = invoke("run", "-p", "mine:choose", "-n", "5", "-w", "1")
+    assert r.exit_code == 2, r.output
+    assert r.stderr.strip().endswith("(for the file mine.py here, give mine.py:choose)"), r.stderr
+
+
 def test_resume_refuses_a_policy_arg(tmp_path):
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=200), out=out, workers=1)

@@ -219,7 +219,10 @@ def _import(target: str):
     try:
         return importlib.import_module(where)
     except ImportError as e:
-        raise ValueError(f"policy {target!r}: cannot import {where}: {e}") from None
+        # `sim` does not import from the working directory (a script's folder is not on the import path)
+        file = Path(*where.split(".")).with_suffix(".py")
+        hint = f" (for the file {file} here, give {file}:{target.rpartition(':')[2]})" if file.is_file() else ""
+        raise ValueError(f"policy {target!r}: cannot import {where}: {e}{hint}") from None
 
 
 def _import_fresh(target: str):
