@@ -418,7 +418,8 @@ def replay(
     run: Annotated[Optional[Path], typer.Option(
         "--run", metavar="RUN",
         help="Replay game --game of this run directory as it was played (its deck, rules, policy and arguments; "
-             "a solve run's best winning line); --policy adds others on the same deck.")] = None,
+             "a solve run's best winning line); --policy adds others on the same deck (a plugin's run needs "
+             "--policy naming it, as --resume does).")] = None,
     quiet: QuietOpt = False,
 ):
     """Play one game and print it turn by turn: card, cell, grid, checks fired, end.
@@ -435,14 +436,17 @@ def replay(
         fail("--seed, --deck, --rule and --policy-arg do not go with --run: the run records them")
     check_outputs(None, html)
     rules, args = parse_rules(rule), parse_policy_args(policy_arg)
-    from sim.analysis.replay import format_replay, replay as replay_game, replay_run
+    from sim.analysis.replay import format_replay, replay as replay_game, replay_run, run_plugin_named
     from sim.engine.cards import deal as deal_cards
 
     with library_errors():
         recorded = []
         if run is not None:
-            recorded = [replay_run(run, game)]
+            recorded = [replay_run(run, game, named=policies)]
             cards, rules, seed = list(recorded[0].deck), recorded[0].rules, recorded[0].seed
+            # The --policy naming the run's plugin (as a resume needs it) is the run's own: not played again.
+            own = None if recorded[0].policy == "solve" else run_plugin_named(recorded[0].policy, policies)
+            policies = [p for p in policies if p != own]
         else:
             cards = parse_deck(deck) if deck is not None else deal_cards(seed, game)
         if len(policies) > 1:

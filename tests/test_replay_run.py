@@ -97,3 +97,21 @@ def test_a_game_that_plays_otherwise_now_is_refused(random_run, monkeypatch):
 def test_replay_run_refuses_what_the_run_does_not_hold_or_already_records(random_run, args, says):
     r = invoke("replay", "--run", random_run, *args)
     assert r.exit_code == 2 and says in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_a_plugin_s_run_replays_only_with_the_plugin_named_as_a_resume_needs_it(tmp_path, monkeypatch):
+    # The manifest names the plugin; replaying it imports that code, which the command line must name (README:
+    # "Nothing runs that you did not name"). Named, it is the run's own game, not played a second time beside it.
+    (tmp_path / "lowest.py").write_text("def choose(position, card):\n    return position.legal_cells()[0]\n")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    assert invoke("run", "--policy", "lowest.py:choose", "-n", 3, "-w", 1, "--out", out, "-q").exit_code == 0
+    r = invoke("replay", "--run", out, "--game", 1)
+    assert r.exit_code == 2 and len(r.stderr.splitlines()) == 1
+    assert "is a run of the plugin" in r.stderr and f"--policy {tmp_path / 'lowest.py'}:choose" in r.stderr
+    with pytest.raises(UsageError, match="is a run of the plugin"):
+        replay_run(out, 1)
+    r = invoke("replay", "--run", out, "--game", 1, "--policy", "lowest.py:choose", "--policy", "greedy")
+    assert r.exit_code == 0, r.output
+    policies = [line for line in r.stdout.splitlines() if line.startswith("policy: ")]
+    assert [p.split()[1] for p in policies] == [f"{tmp_path / 'lowest.py'}:choose", "greedy"]

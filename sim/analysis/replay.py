@@ -83,14 +83,27 @@ def _turns(deck, moves, rules: Rules) -> tuple[tuple[Turn, ...], Board]:
     return tuple(turns), board
 
 
-def replay_run(run_dir, game: int) -> Replay:
+def run_plugin_named(run_policy: str, named) -> str | None:
+    """The spec among `named` (--policy values) that names `run_policy`, a run's plugin (a file path as given,
+    relative or not); None when `run_policy` is no plugin or none of them names it."""
+    from sim.jobs.play import is_plugin
+    from sim.players.plugins import pinned
+
+    if not is_plugin(run_policy):
+        return None
+    return next((spec for spec in named if pinned(spec, {})[0] == run_policy), None)
+
+
+def replay_run(run_dir, game: int, named=()) -> Replay:
     """Game `game` of a run, as it was played: its deck, rules, policy and arguments; a solve run's deal as the
     best winning line it recorded.
 
     A game of policy is played again and must end as its row says (RunError
     otherwise: the policy is not the one that played the run). UsageError
     for a game the run does not hold, a solve run's deal without a winning
-    line, or a file the run depends on that is gone or has changed.
+    line, or a file the run depends on that is gone or has changed; and for
+    a run of a plugin that `named` (the policies the caller names) does not
+    name: as a resume, a replay never imports code the caller did not name.
     """
     import polars as pl
 
@@ -98,6 +111,7 @@ def replay_run(run_dir, game: int) -> Replay:
     from sim.engine.cards import deal
     from sim.errors import RunError, UsageError
     from sim.jobs.deal_files import file_digest, load_deals
+    from sim.jobs.play import is_plugin
     from sim.jobs.runner import changed_files, read_manifest
 
     run_dir = Path(run_dir)
@@ -132,6 +146,9 @@ def replay_run(run_dir, game: int) -> Replay:
                    if k in ("first_win", "node_limit", "time_limit") and v not in (None, False)}
         return Replay(tuple(deck), "solve", rules, turns, "win", int(row["score"]),
                       {k: str(v) for k, v in options.items()}, int(m["seed"]), game)
+    if is_plugin(m["policy"]) and run_plugin_named(m["policy"], named) is None:
+        raise UsageError(f"{run_dir} is a run of the plugin {m['policy']!r}; replaying its game runs that code, "
+                         f"so name it: --run {run_dir} --policy {m['policy']}")
     problems = changed_files(m.get("files"))
     if problems:
         raise UsageError(f"cannot replay {run_dir}: {problems[0]}; the game would not be the run's")
