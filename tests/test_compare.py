@@ -292,6 +292,21 @@ def test_a_sweep_names_the_policys_arguments_wherever_it_names_the_policy(tmp_pa
     assert player in cli.invoke(app, ["ls"]).stdout
 
 
+def test_runs_of_one_policy_with_other_arguments_are_said_to_differ_in_them(tmp_path):
+    # Default weights against a weights file, as `sim tune` suggests: the header said the runs differed in
+    # "nothing but the directory", and the runs were labelled by their directory names.
+    (tmp_path / "w.json").write_text(json.dumps(WEIGHTS))
+    runs = [sim.run(sim.RunConfig(policy=p, n=30, seed=3, policy_args=args), workers=1, out=tmp_path / name).path
+            for name, p, args in (("default", "heuristic", {}), ("tuned", "heuristic", {"weights": str(tmp_path / "w.json")}),
+                                  ("g", "greedy", {}))]
+    c = compare_runs(runs[:2])
+    assert c.header().endswith("the runs differ in: policy arguments")
+    assert [a.label for a in c.arms] == ["heuristic", f"heuristic weights={tmp_path / 'w.json'}"]
+    c = compare_runs(runs)
+    assert c.header().endswith("the runs differ in: policy, policy arguments")
+    assert [a.label for a in c.arms][1:] == [f"heuristic weights={tmp_path / 'w.json'}", "greedy"]
+
+
 def test_a_run_in_the_way_is_said_in_the_command_lines_words(tmp_path, monkeypatch):
     """The settings of a run a sweep will not replace read as the command line gives them, not as Python reprs."""
     monkeypatch.chdir(tmp_path)

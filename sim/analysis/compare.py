@@ -91,6 +91,13 @@ class RunInfo:
     """A solve run's solver options (first_win, node_limit, time_limit); empty for a run of games."""
     games_per_core_s: float | None = None
     """Games played per second per worker process, over the run's local sessions (None if unknown)."""
+    policy_args: dict = field(default_factory=dict)
+    """The policy's arguments (--policy-arg), as the manifest records them."""
+
+    @property
+    def player(self) -> str:
+        """The policy with its arguments ("heuristic weights=/a/w.json"): other arguments, another player."""
+        return policy_text(self.policy, self.policy_args)
 
     @property
     def name(self) -> str:
@@ -123,7 +130,8 @@ def run_info(run_dir: str | Path) -> RunInfo:
                    rules=dict(m.get("rules", {})), deal_algorithm=str(m.get("deal_algorithm")),
                    deals=m.get("deals"), deals_sha256=m.get("deals_sha256"), status=m.get("status", "unknown"),
                    record_deals=bool(m.get("record_deals", False)), kind=str(m.get("kind", "run")),
-                   solve=dict(m.get("solve") or {}), games_per_core_s=games_per_core_second(m.get("sessions")))
+                   solve=dict(m.get("solve") or {}), games_per_core_s=games_per_core_second(m.get("sessions")),
+                   policy_args=dict(m.get("policy_args") or {}))
 
 
 def _values(infos: list[RunInfo], get) -> str:
@@ -155,10 +163,12 @@ def check_pairable(infos: list[RunInfo]) -> None:
 
 
 def differences(infos: list[RunInfo]) -> list[str]:
-    """What the runs differ in (policy, rule options), for the table header and the labels."""
+    """What the runs differ in (policy, its arguments, rule options), for the table header and the labels."""
     out = []
     if len({i.policy for i in infos}) > 1:
         out.append("policy")
+    if len({i.player for i in infos}) > len({i.policy for i in infos}):  # one policy, other --policy-args
+        out.append("policy arguments")
     keys = sorted({k for i in infos for k in i.rules}, key=list(Rules().as_dict()).index)
     out += [f"rule {k}" for k in keys if len({i.rules.get(k) for i in infos}) > 1]
     options = sorted({k for i in infos for k in i.solve})
@@ -173,7 +183,7 @@ def labels(infos: list[RunInfo]) -> list[str]:
     options = [d.removeprefix("solver ") for d in diff if d.startswith("solver ")]
     out = []
     for i in infos:
-        parts = [i.policy] if "policy" in diff else []
+        parts = [i.player] if "policy arguments" in diff else [i.policy] if "policy" in diff else []
         parts += [f"{k}={i.rules.get(k)}" for k in keys]
         parts += [f"{k}={'none' if i.solve.get(k) is None else i.solve.get(k)}" for k in options]
         out.append(" ".join(parts) or i.name)
