@@ -953,11 +953,10 @@ def train(
         except OSError as e:
             fail(f"cannot write {out}: {e.strerror or e}", 1)
     lo, hi = result.validation_interval
-    shipped_rate = result.shipped_wins / result.validation_n
     typer.echo(f"held-out seed {result.validation_seed}, {plural(result.validation_n, 'deal')} "
                f"(planner with these values; with the shipped values on the same deals):")
     typer.echo(f"  win rate            {fmt_pct(result.validation_win_rate)} (95% CI {fmt_pct(lo)} .. {fmt_pct(hi)}); "
-               f"shipped {fmt_pct(shipped_rate)}")
+               f"shipped {fmt_pct(result.shipped_win_rate)}")
     below = ": below the shipped values" if result.below_shipped else ""  # even with -q
     typer.echo(f"  mean score per deal {result.validation_mean_score:.2f} (a loss counts 0); "
                f"shipped {result.shipped_mean_score:.2f}{below}")

@@ -169,6 +169,11 @@ class TrainResult:
     """Their mean score per held-out deal, a loss counting 0; None when not played."""
 
     @property
+    def shipped_win_rate(self) -> float | None:
+        """Share of the held-out deals the shipped values won; None when not played."""
+        return None if self.shipped_wins is None else self.shipped_wins / self.validation_n
+
+    @property
     def below_shipped(self) -> bool:
         """Do these values score less per held-out deal than the shipped ones (planner's own objective)?"""
         return self.shipped_mean_score is not None and self.validation_mean_score < self.shipped_mean_score
