@@ -221,17 +221,28 @@ def record(env, deck, moves):
     return out
 
 
+def episode(env, act, seed: int, game: int, each=None) -> dict:
+    """Play game `game` of `seed` to its end, each action act(obs, info), each(obs) first if given; the last info."""
+    obs, info = env.reset(seed=seed, options={"game": game})
+    terminated = False
+    while not terminated:
+        if each is not None:
+            each(obs)
+        obs, _, terminated, _, info = env.step(act(obs, info))
+    return info
+
+
 def test_the_observation_holds_the_whole_visible_state():
     # Rebuilt from the observation alone, the engine state is exactly the environment's.
     from rl_plugin import state_from
 
     env = FoursquareEnv()
+
+    def shows_the_state(obs):
+        assert np.array_equal(state_from(obs), env.board().state)
+
     for game in range(5):
-        obs, info = env.reset(seed=2, options={"game": game})
-        terminated = False
-        while not terminated:
-            assert np.array_equal(state_from(obs), env.board().state)
-            obs, _, terminated, _, info = env.step(env.random_action())
+        episode(env, lambda obs, info: env.random_action(), 2, game, each=shows_the_state)
 
 
 def test_spaces_and_the_flat_wrapper():
@@ -571,10 +582,7 @@ def test_an_agent_that_reads_the_stock_plays_as_a_plugin_the_games_it_plays_in_t
 
     env = FoursquareEnv()
     for game in range(30):
-        obs, info = env.reset(seed=9, options={"game": game})
-        terminated = False
-        while not terminated:
-            obs, _, terminated, _, info = env.step(stock_act(obs, info["action_mask"]))
+        info = episode(env, lambda obs, info: stock_act(obs, info["action_mask"]), 9, game)
         result = sim.play(sim.deal(9, game), f"{PLUGIN}:stock_policy", seed=9, game=game)
         assert (info["end"], info["score"], info["cards_played"]) == (result.end, result.score, result.cards_played)
 

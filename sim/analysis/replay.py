@@ -110,9 +110,8 @@ def replay_run(run_dir, game: int, named=()) -> Replay:
     from sim.analysis.datasets import load
     from sim.engine.cards import deal
     from sim.errors import RunError, UsageError
-    from sim.jobs.deal_files import file_digest, load_deals
     from sim.jobs.play import is_plugin
-    from sim.jobs.runner import changed_files, read_manifest
+    from sim.jobs.runner import changed_files, read_manifest, recorded_decks
 
     run_dir = Path(run_dir)
     m = read_manifest(run_dir)
@@ -128,10 +127,7 @@ def replay_run(run_dir, game: int, named=()) -> Replay:
     if row.get("deck") is not None:  # recorded with --record-deals
         deck = [int(r) for r in row["deck"]]
     elif m.get("deals") is not None:
-        path = Path(m["deals"])
-        if not path.is_file() or file_digest(path) != m.get("deals_sha256"):
-            raise UsageError(f"the run's deal file {path} is gone or has changed since the run; it holds the deck")
-        deck = [int(r) for r in load_deals(path)[game]]
+        deck = [int(r) for r in recorded_decks(m["deals"], m.get("deals_sha256"), "replay its games")[game]]
     else:
         deck = [int(r) for r in deal(int(m["seed"]), game)]
     if m.get("kind") == "solve":

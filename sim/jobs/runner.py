@@ -208,6 +208,16 @@ def _reach(chosen: Executor) -> None:
 # --- the files a run's rows depend on --------------------------------------------------------
 
 
+def recorded_decks(deals: str, sha256: str | None, purpose: str):
+    """The decks of a run's deal file, which must still hold what the run recorded (its SHA-256); UsageError
+    naming `purpose` ("resume") otherwise."""
+    if not Path(deals).is_file():
+        raise UsageError(f"the run's deal file {deals} is gone; it is needed to {purpose}")
+    if file_digest(Path(deals)) != sha256:
+        raise UsageError(f"the run's deal file {deals} has changed since the run started")
+    return load_deals(deals)
+
+
 def file_sha256(path: Path) -> str:
     """SHA-256 of a file, read in blocks."""
     return file_digest(Path(path))
@@ -1218,13 +1228,7 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
         problems = changed_files(m.get("files"))
         if problems:
             raise UsageError(f"cannot resume {run_dir}: {problems[0]}; its rows would mix two versions")
-        decks = None
-        if config.deals is not None:
-            if not Path(config.deals).is_file():
-                raise UsageError(f"the run's deal file {config.deals} is gone; it is needed to resume")
-            if file_digest(Path(config.deals)) != config.deals_sha256:
-                raise UsageError(f"the run's deal file {config.deals} has changed since the run started")
-            decks = load_deals(config.deals)
+        decks = None if config.deals is None else recorded_decks(config.deals, config.deals_sha256, "resume")
         workers = int(workers or os.cpu_count() or 1)
         chosen = _executor(executor or "local", workers, scheduler)
         _reach(chosen)
