@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -1180,3 +1181,49 @@ def test_a_run_in_the_way_is_refused_naming_what_differs(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "write_atomic", write)
     line = one_line_error(cli.invoke(app, ["run", "-n", "300", "-w", "1", "--chunk-size", "100", "-o", "p"]), 2)
     assert line == "Error: p already holds this run, incomplete; use --resume p to finish it or --force to replace it"
+
+
+TWO_ARGUMENTS = '''
+class Lowest:
+    def __init__(self, hi="0", lo="0"):
+        pass
+
+    def choose(self, position, card):
+        return min(position.legal_cells())
+'''
+
+
+def test_a_plugins_arguments_in_another_order_are_another_run(tmp_path, monkeypatch):
+    """A compiled plugin gets its --policy-arg values as `params` in the order given, so a plugin's order is
+    part of its run: the same pairs reordered are not this run to write over, resume or reuse."""
+    from sim.analysis.compare import _reuse_problem
+    from sim.jobs.play import settled
+
+    (tmp_path / "two.py").write_text(TWO_ARGUMENTS)
+    monkeypatch.chdir(tmp_path)
+    base = ["run", "--policy", "two.py:Lowest", "-n", "20", "--chunk-size", "10", "-w", "1", "-q", "-o", "p"]
+    given, reordered = ["--policy-arg", "hi=1", "--policy-arg", "lo=0"], ["--policy-arg", "lo=0", "--policy-arg", "hi=1"]
+    assert cli.invoke(app, [*base, *given]).exit_code == 0
+    assert cli.invoke(app, [*base, *given]).exit_code == 0  # the same run: already complete
+    line = one_line_error(cli.invoke(app, [*base, *reordered]), 2)
+    assert line == ("Error: p already holds another complete run (policy_args hi=1 lo=0, not lo=0 hi=1); "
+                    "use --force to replace it, or another --out"), line
+    config = settled(sim.RunConfig(policy="two.py:Lowest", n=20, policy_args=(("lo", "0"), ("hi", "1"))))
+    assert _reuse_problem(Path("p"), config) == ("other", "policy_args hi=1 lo=0, wanted lo=0 hi=1")
+    assert _reuse_problem(Path("p"), replace(config, policy_args=(("hi", "1"), ("lo", "0")))) is None
+    (tmp_path / "p" / "games" / "part-00001.parquet").unlink()
+    with pytest.raises(runner.UsageError, match=r"with \{'hi': '1', 'lo': '0'\}, not .* with \{'lo': '0', 'hi': '1'\}"):
+        sim.resume("p", policy="two.py:Lowest", policy_args={"lo": "0", "hi": "1"}, workers=1)
+    assert sim.resume("p", policy="two.py:Lowest", policy_args={"hi": "1", "lo": "0"}, workers=1).games == 20
+
+
+def test_a_built_ins_arguments_are_recorded_in_its_own_order_whatever_order_they_are_given_in(tmp_path, monkeypatch):
+    """A built-in reads its arguments by name: one setting is one run, with one default directory."""
+    monkeypatch.chdir(tmp_path)
+    args = ["--policy", "rollout", "-n", "4", "-w", "1", "-q"]
+    assert cli.invoke(app, ["run", *args, "--policy-arg", "base=greedy", "--policy-arg", "samples=2"]).exit_code == 0
+    out = tmp_path / "results" / "rollout-samples2-basegreedy-seed0-n4"
+    assert json.loads((out / "manifest.json").read_text())["policy_args"] == {"samples": "2", "base": "greedy"}
+    assert list(json.loads((out / "manifest.json").read_text())["policy_args"]) == ["samples", "base"]
+    r = cli.invoke(app, ["run", *args[:-1], "--policy-arg", "samples=2", "--policy-arg", "base=greedy"])
+    assert r.exit_code == 0 and "already holds this complete run" in r.output, r.output

@@ -48,7 +48,7 @@ from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
 from sim.errors import Interrupted, magnitude
 from sim.jobs import runner
-from sim.jobs.play import DEFAULT_CHUNK, RunConfig, default_out, resume, run, settled
+from sim.jobs.play import DEFAULT_CHUNK, RunConfig, args_setting, default_out, resume, run, settled
 from sim.jobs.resume import finish_command
 from sim.jobs.runner import RunError, UsageError
 from sim.players.api import resolve
@@ -610,8 +610,9 @@ def compare_if_pairable(run_dirs) -> tuple[Comparison | None, str]:
 
 
 def _apart(value, other) -> tuple:
-    """`value`, a dict of settings (rules, policy_args) cut to the keys where it differs from `other`."""
-    if isinstance(value, dict) and isinstance(other, dict):
+    """`value`, a dict of settings (rules, policy_args) cut to the keys where it differs from `other` (whole when
+    they differ only in order)."""
+    if isinstance(value, dict) and isinstance(other, dict) and dict(value) != dict(other):
         return ({k: v for k, v in value.items() if k not in other or other[k] != v},)
     return (value,)
 
@@ -632,9 +633,9 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
     want = {"policy": config.policy, "n": config.n, "seed": config.seed, "rules": config.rules.as_dict(),
             "deal_algorithm": K.DEAL_ALGORITHM, "deals": None}
     if config.policy_args or m.get("policy_args"):
-        want["policy_args"] = dict(config.policy_args)
+        want["policy_args"] = args_setting(config.policy, config.policy_args)
     wrong = [f"{k} {runner.setting_text(*_apart(m.get(k), v))}, wanted {runner.setting_text(*_apart(v, m.get(k)))}" for k, v in want.items()
-             if m.get(k) != v]
+             if not runner.same_setting(m.get(k), v)]
     if config.record_deals and not m.get("record_deals"):
         wrong.append("it has no deck column (wanted --record-deals)")
     if not complete and m.get("record_deals", False) != config.record_deals:

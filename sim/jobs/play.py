@@ -62,8 +62,23 @@ def settled(config: RunConfig) -> RunConfig:
     policy, args, paths = pinned(config.policy, dict(config.policy_args))
     if policy in BUILTIN:  # and the package's data it reads (planner's shipped values)
         paths = [*paths, *data_files(policy, args)]
+        args = in_declared_order(policy, args)
     files = runner.dependency_digests(paths)
     return replace(config, policy=policy, policy_args=tuple(args.items()), files=tuple(files.items()))
+
+
+def in_declared_order(policy: str, args: dict[str, str]) -> dict[str, str]:
+    """A built-in's arguments in the order its PARAMS declare them: it reads them by name, so any order given
+    is one setting, one manifest entry and one default directory name."""
+    import policies
+
+    order = [p.name for p in policies.get(policy).params]
+    return dict(sorted(args.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+
+
+def args_setting(policy: str, args) -> dict[str, str]:
+    """A run's policy_args as its manifest is compared: a plugin's in order (see `runner.InOrder`)."""
+    return (runner.InOrder if is_plugin(policy) else dict)(args)
 
 
 def is_plugin(policy: str) -> bool:
@@ -242,7 +257,8 @@ def _payload(config: RunConfig) -> dict:
 
 
 def _settings(config: RunConfig) -> dict:
-    return {"policy": config.policy, "policy_args": dict(config.policy_args), **runner.deal_fields(config),
+    return {"policy": config.policy, "policy_args": args_setting(config.policy, config.policy_args),
+            **runner.deal_fields(config),
             "files": dict(config.files)}
 
 
@@ -312,7 +328,7 @@ def resume(run_dir: str | Path, *, policy: str | None = None, policy_args=None, 
             raise UsageError(f"{run_dir} is a run of the plugin {config.policy!r}; resuming it runs that code, "
                              f"so name it again: --resume {run_dir} --policy {config.policy}")
         given, args, _ = pinned(policy, dict(policy_items(policy_args or config.policy_args)))
-        if given != config.policy or args != dict(config.policy_args):
+        if given != config.policy or not runner.same_setting(args, args_setting(given, config.policy_args)):
             raise UsageError(f"{run_dir} is a run of {config.policy!r} with {dict(config.policy_args)}, "
                              f"not {given!r} with {args}")
 

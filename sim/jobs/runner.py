@@ -893,6 +893,18 @@ def setting_text(value) -> str:
     return str(value)
 
 
+class InOrder(dict):
+    """Settings whose order is part of them: a plugin's arguments, which a compiled plugin gets as `params` in
+    the order given. `same_setting` compares these pairs in order; a plain dict's compare as dicts do."""
+
+
+def same_setting(held, wanted) -> bool:
+    """Is the recorded setting `held` the setting `wanted` (in order, when `wanted` is InOrder)?"""
+    if isinstance(wanted, InOrder) and isinstance(held, dict):
+        return list(held.items()) == list(wanted.items())
+    return held == wanted
+
+
 def held_run(job: Job, config, run_dir: Path) -> str:
     """What the run in `run_dir` is to a new run of `config` there: which of its settings differ, or that it is
     this run, to resume; for the message that refuses to write over it."""
@@ -905,12 +917,12 @@ def held_run(job: Job, config, run_dir: Path) -> str:
     differ = []
     for key, wanted in job.settings(config).items():
         held = m.get(key)
-        if key == "files" or held == wanted:
+        if key == "files" or same_setting(held, wanted):
             continue
-        if isinstance(held, dict) and isinstance(wanted, dict):
+        if isinstance(held, dict) and isinstance(wanted, dict) and held != wanted:
             differ += [f"{k} {setting_text(held.get(k))}, not {setting_text(wanted.get(k))}"
                        for k in dict.fromkeys([*held, *wanted]) if held.get(k) != wanted.get(k)]
-        else:
+        else:  # another value, or the same pairs in another order
             differ.append(f"{key} {setting_text(held)}, not {setting_text(wanted)}")
     status = m.get("status", "incomplete")
     if differ:
@@ -1060,7 +1072,7 @@ def _complete_already(job: Job, config, run_dir: Path):
     settings = job.settings(config)
     if m.get("status") != "complete" or m.get("kind", "run") != job.kind or m.get("format") != FORMAT:
         return None
-    if any(m.get(k) != v for k, v in settings.items()) or changed_files(m.get("files")):
+    if not all(same_setting(m.get(k), v) for k, v in settings.items()) or changed_files(m.get("files")):
         return None
     try:
         if short_listing(m, run_parts(run_dir, m)):
