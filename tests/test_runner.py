@@ -161,6 +161,16 @@ def test_deal_file_plays_its_decks(tmp_path, suffix, read_games):
     assert m["deals"] == str(path.resolve()) and m["deal_algorithm"] == "file"
 
 
+def test_runs_of_one_deal_file_with_other_seeds_get_their_own_default_directories(tmp_path, monkeypatch, read_games):
+    """With --deals the seed still seeds the policy's random stream: another seed is another run."""
+    monkeypatch.chdir(tmp_path)
+    _write_deals(tmp_path / "decks.jsonl", [sim.deal(4, g) for g in range(20)])
+    paths = [sim.run(sim.RunConfig(policy="random", n=None, seed=seed, deals="decks.jsonl"), workers=1).path
+             for seed in (0, 5)]
+    assert [str(p) for p in paths] == ["results/random-deals-decks-n20", "results/random-deals-decks-seed5-n20"]
+    assert not read_games(paths[0]).equals(read_games(paths[1]))
+
+
 def test_bad_deck_in_file_is_rejected_with_its_row(tmp_path):
     decks = [list(sim.deal(0, g)) for g in range(5)]
     decks[3][0], decks[3][1] = 11, decks[3][1]

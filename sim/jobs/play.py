@@ -151,11 +151,13 @@ def policy_label(policy: str, policy_args=()) -> str:
 
 
 def default_out(config: RunConfig) -> Path:
-    """results/<policy>-seed<S>-n<N>, plus any non-default rules."""
+    """results/<policy>-seed<S>-n<N>, plus any non-default rules; a deal file's name takes the seed's place (the
+    seed, which then seeds only the policy's random stream, follows it unless 0)."""
     policy = policy_label(config.policy, config.policy_args)
     name = f"{policy}-seed{config.seed}-n{config.n}"
     if config.deals:
-        name = f"{policy}-deals-{Path(config.deals).stem}-n{config.n}"
+        seed = f"-seed{config.seed}" if config.seed else ""
+        name = f"{policy}-deals-{Path(config.deals).stem}{seed}-n{config.n}"
     return Path("results") / (name + runner.rules_suffix(config.rules))
 
 
