@@ -46,6 +46,13 @@ def test_replay_shows_every_turn_and_the_end():
     for line, cell, card in zip(turns, result.moves, sim.deal(0, 5)):
         assert f"drew {card:2d} -> cell {cell} " in line
     assert "check" in turns[0]
+    from sim.analysis.replay import replay
+
+    played = replay(sim.deal(0, 5), "greedy", seed=0, game=5)
+    assert any(t.turned for t in played.turns)
+    for line, t in zip(turns, played.turns):  # a turned cell is named as the placed one is, with its row and column
+        turned = ", ".join(f"{c} (r{c // 7} c{c % 7})" for c in t.turned) or "nothing"
+        assert f"; turned {turned};" in line, line
     assert r.stdout.strip().splitlines()[-1].startswith("end: ")
     assert result.end in r.stdout.splitlines()[-1] or (result.won and "win" in r.stdout.splitlines()[-1])
 

@@ -193,7 +193,7 @@ def format_replay(r: Replay) -> str:
             fired = "row and column checks fired"
         else:
             fired = f"{checks[0]} check fired" if checks else "no check fired"
-        turned = ", ".join(map(str, t.turned)) if t.turned else "nothing"
+        turned = ", ".join(map(cell_name, t.turned)) if t.turned else "nothing"
         where = "new pile" if t.new_pile else "on a pile"
         lines.append(f"turn {t.number:2d}: drew {t.card:2d} -> cell {cell_name(t.cell)}, {where}; "
                      f"{fired}; turned {turned}; {t.face_down} face down")
