@@ -197,9 +197,9 @@ def test_worker_log_lines_reach_this_process_as_in_a_local_run(cluster, tmp_path
     r = subprocess.run([*args, "-v", "--out", str(tmp_path / "v")], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     begun = re.findall(r"^WARNING [^:]+: game (\d+) begins$", r.stderr, re.M)
-    chunks = re.findall(r"^DEBUG [^:]+: chunk (\d): 10 games in", r.stderr, re.M)
+    chunks = re.findall(r"^DEBUG dask worker ([01]): chunk (\d): 10 games in", r.stderr, re.M)  # which worker
     assert begun and len(set(begun)) == len(begun) and set(begun) <= {"0", "10", "20", "30"}, r.stderr
-    assert chunks and set(chunks) <= {"0", "1", "2", "3"}, r.stderr
+    assert sorted(c for _, c in chunks) == ["0", "1", "2", "3"], r.stderr
     assert re.search(r"^WARNING [^:]+: \S+logpol.py:5: UserWarning: careful in game \d+$", r.stderr, re.M), r.stderr
     q = subprocess.run([*args, "-q", "--out", str(tmp_path / "q")], capture_output=True, text=True, timeout=300)
     assert q.returncode == 0 and q.stderr == "", q.stderr

@@ -181,7 +181,8 @@ class _RunLogs(logging.Handler):
             return
         if record.exc_info:
             self.format(record)  # the traceback's text into exc_text, which travels
-        attrs = dict(record.__dict__, msg=record.getMessage(), args=None, exc_info=None)
+        attrs = dict(record.__dict__, msg=record.getMessage(), args=None, exc_info=None,
+                     processName=f"dask worker {self.worker.name}")  # every worker process has one name
         attrs.pop("message", None)
         self.worker.log_event(topic, attrs)
 
