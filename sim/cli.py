@@ -678,15 +678,18 @@ def report(
         comparison, unpaired = None, ""
         pages_asked = png is not None or html is not None
         # Runs on the same deals are compared game by game, in the text as on the page: a join of their games,
-        # which the text leaves to `sim compare` for large runs (the report itself reads only group counts).
-        if len(runs) > 1 and (pages_asked or sum(r.games for r in reports) <= PAIRS_IN_TEXT_UP_TO):
-            from sim.analysis.compare import compare_if_pairable
+        # which every format leaves to `sim compare` for large runs (the report itself reads only group counts),
+        # saying so, or why the runs cannot be paired (their manifests tell).
+        if len(runs) > 1:
+            from sim.analysis.compare import compare_if_pairable, pairing_problem
 
-            comparison, unpaired = compare_if_pairable(runs)
+            if pages_asked or sum(r.games for r in reports) <= PAIRS_IN_TEXT_UP_TO:
+                comparison, unpaired = compare_if_pairable(runs)
+            else:
+                unpaired = pairing_problem(runs) or (
+                    f"the runs' pairs are left out above {PAIRS_IN_TEXT_UP_TO:,} games in all (a join of every "
+                    f"game): sim compare {_shell_words(runs)} prints them")
         text = render(reports, fmt, width=_terminal_width(), comparison=comparison, unpaired=unpaired)
-        if len(runs) > 1 and comparison is None and not unpaired and fmt == "text":
-            text += (f"\nThe runs' pairs are left out above {PAIRS_IN_TEXT_UP_TO:,} games in all (a join of every "
-                     f"game): sim compare {_shell_words(runs)} prints them.\n")
     write_outputs(png, html, lambda: plots.report_figures(reports, comparison),
                   lambda figures: pages.report_page(reports, figures, command_line(), comparison, unpaired), quiet)
     typer.echo(text, nl=False)

@@ -108,6 +108,22 @@ def test_the_text_leaves_the_pairs_of_large_runs_to_sim_compare(runs, monkeypatc
     assert "Pairs" not in text and f"sim compare {runs[0]} {runs[1]} prints them" in " ".join(text.split())
 
 
+def test_every_format_says_why_large_runs_are_not_paired(runs, tmp_path, monkeypatch):
+    import sim.cli
+
+    monkeypatch.setattr(sim.cli, "PAIRS_IN_TEXT_UP_TO", 2 * N - 1)  # the two runs hold 2 * N games
+    left = f"sim compare {runs[0]} {runs[1]} prints them"
+    md = cli.invoke(app, ["report", *map(str, runs), "-f", "markdown"]).stdout
+    assert "Pairs" not in md and left in " ".join(md.split())
+    data = json.loads(cli.invoke(app, ["report", *map(str, runs), "-f", "json"]).stdout)
+    assert "comparison" not in data and data["unpaired"].endswith(left)
+    # Runs on other deals: the report says they cannot be paired, not that sim compare (which refuses them) pairs them.
+    other = sim.run(sim.RunConfig(policy="greedy", n=N, seed=12), workers=1, out=tmp_path / "seed12").path
+    for fmt in ("text", "markdown", "json"):
+        out = cli.invoke(app, ["report", str(runs[0]), str(other), "-f", fmt]).stdout
+        assert "they differ in seed" in out and "prints them" not in out, out
+
+
 def assert_real_png(data: bytes, min_size=(400, 250)):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
     img = Image.open(io.BytesIO(data))

@@ -606,6 +606,16 @@ def compare_if_pairable(run_dirs) -> tuple[Comparison | None, str]:
         return None, str(e)
 
 
+def pairing_problem(run_dirs) -> str:
+    """Why the runs cannot be paired ("" when they can), from their manifests alone: no game is read, so
+    `sim report` can say it of runs too large to join."""
+    try:
+        check_pairable([run_info(d) for d in run_dirs])
+    except UsageError as e:
+        return str(e)
+    return ""
+
+
 # --- making the runs -----------------------------------------------------------------------------------
 
 

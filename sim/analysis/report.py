@@ -295,12 +295,14 @@ def render_text(reports: list[RunReport], width: int = 80, comparison=None, unpa
 
     `comparison` (a `sim.analysis.compare.Comparison` of the runs, when they
     share their deals): its pairs follow the overview, as on the page;
-    `unpaired`: why there is none (the runs' deals differ), said there instead."""
+    `unpaired`: why there is none (the runs' deals differ, or they are too many games to join here), said
+    there instead, a run directory's name never cut."""
     blocks = []
     if len(reports) > 1:
         blocks.append(overview_table(reports).text(width=width))
     if unpaired:
-        blocks.append("\n".join(textwrap.wrap(f"No paired comparison: {unpaired}", width, break_on_hyphens=False)))
+        blocks.append("\n".join(textwrap.wrap(f"No paired comparison: {unpaired}", width, break_on_hyphens=False,
+                                                break_long_words=False)))
     if comparison is not None:
         blocks.append("\n".join(textwrap.wrap(comparison.header(), width)) + "\n\n"
                       + comparison.tables()[1].text(width=width))
@@ -335,7 +337,7 @@ def render_markdown(reports: list[RunReport], comparison=None, unpaired: str = "
 
 def render_json(reports: list[RunReport], comparison=None, unpaired: str = "") -> str:
     """The reports as JSON: {"runs": [...]}, one `RunReport.to_dict` each, and "comparison" when given
-    ("unpaired": why there is none, when the runs' deals differ)."""
+    ("unpaired": why there is none, when the runs' deals differ or they are too many games to join here)."""
     out = {"runs": [r.to_dict() for r in reports]}
     if comparison is not None:
         out["comparison"] = comparison.to_dict()
