@@ -418,7 +418,9 @@ def frontier_figure(labels, rates, lows, highs, per_deal, title: str, caption: s
 
 def _labels_inside(fig, notes) -> None:
     """Put a point's label on its left instead when, on its right, it would run past the panel's frame, and
-    above its point when, beside it, it would run under the frame's bottom (onto the axis's numbers)."""
+    above its point when, beside it, it would run under the frame's bottom (onto the axis's numbers). A label
+    that would then lie over another one of its panel (two runs close together, say two rule variants) is
+    moved up until it clears it, so that both read."""
     fig.canvas.draw()  # lays the figure out, so that the labels' extents are known
     for ax, note in notes:
         box, frame = note.get_window_extent(), ax.get_window_extent()
@@ -430,6 +432,21 @@ def _labels_inside(fig, notes) -> None:
             note.set_verticalalignment("bottom")
             dy = 4
         note.xyann = (dx, dy)
+    fig.canvas.draw()
+    placed = []
+    for ax, note in sorted(notes, key=lambda an: an[1].get_window_extent().y0):
+        moved = True
+        while moved:
+            moved = False
+            box = note.get_window_extent()
+            for other in (o for a, o in placed if a is ax):
+                above = other.get_window_extent()
+                if box.overlaps(above):
+                    dx, dy = note.xyann
+                    note.xyann = (dx, dy + (above.y1 - box.y0) * 72 / fig.dpi + 1)  # pixels to points, and a gap
+                    moved = True
+                    break
+        placed.append((ax, note))
 
 
 def paired_difference_figure(pairs, n: int, caption: str = ""):
