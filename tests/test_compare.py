@@ -405,6 +405,15 @@ def test_the_score_per_deal_difference_is_the_paired_mean_over_every_game(tmp_pa
     text = c.text()
     assert "Holm p" in text and "per deal A - B" in text
     assert "Holm p" not in compare_runs(runs[:2]).text() and compare_runs(runs[:2]).pairs[0].p_holm is None
+    # The verdict the page shows is in every format: the markdown's "wins more" column and the JSON's wins_more.
+    table = [[cell.strip() for cell in line.strip("|").split("|")] for line in c.render("markdown").splitlines()
+             if line.startswith("|") and "---" not in line]
+    header = next(row for row in table if "wins more" in row)
+    rows = [row for row in table if len(row) == len(header) and row is not header]
+    assert [row[header.index("wins more")] for row in rows] == [{"a": "A", "b": "B"}.get(p.ahead, "-") for p in c.pairs]
+    assert [p["wins_more"] for p in json.loads(c.render("json"))["pairs"]] == \
+        [{"a": p.a, "b": p.b}.get(p.ahead) for p in c.pairs]
+    assert any(p.ahead for p in c.pairs)
 
 
 def test_among_several_pairs_a_verdict_needs_the_holm_adjusted_p():

@@ -345,18 +345,22 @@ class Comparison:
                   "(its manifest's sessions; - when unknown, e.g. on Dask)."))
         several = len(self.pairs) > 1
         pairs = Table("Pairs", ("A", "B", "games", "wins A", "wins B", "both", "A only", "B only", "pA - pB",
-                                "95% CI (paired)", "McNemar p", *(("Holm p",) if several else ()), "score A - B",
+                                "95% CI (paired)", "McNemar p", *(("Holm p",) if several else ()), "wins more",
+                                "score A - B",
                                 "95% CI", "per deal A - B", "95% CI (per deal)"), tuple(
             (p.a, p.b, fmt_int(p.games), fmt_int(p.wins_a), fmt_int(p.wins_b), fmt_int(p.both), fmt_int(p.a_only),
              fmt_int(p.b_only), _signed_pp(p.diff, d), _signed_ci(p.diff_low, p.diff_high, d), fmt_p(p.p_value),
-             *((fmt_p(p.p_verdict),) if several else ()),
+             *((fmt_p(p.p_verdict),) if several else ()), {"a": "A", "b": "B"}.get(p.ahead, "-"),
              _signed(p.score_diff), _signed_range(p.score_diff_low, p.score_diff_high),
              _signed(p.deal_diff), _signed_range(p.deal_diff_low, p.deal_diff_high)) for p in self.pairs),
             align="ll", note=("pA - pB: win-rate difference in percentage points (pp), with the Bonett-Price "
                               "paired 95% interval. "
                               "McNemar p: exact two-sided test on the games only one of them won (A only vs B only)"
-                              + ("; Holm p: the same adjusted for the number of pairs (Holm's method), which "
-                                 "the verdict on who wins more deals takes. " if several else ". ") +
+                              + ("; Holm p: the same adjusted for the number of pairs (Holm's method). "
+                                 if several else ". ") +
+                              "wins more: the run the games show to win more deals at the 5% level (the paired "
+                              "interval excludes 0 and " + ("Holm p" if several else "McNemar p") +
+                              " is below 0.05), - when they do not show it. " +
                               "score A - B: mean over the games both won (a lost game has no score), "
                               "with a 95% interval (Student's t). per deal A - B: mean over all the games, a lost "
                               "game counting 0 (the difference of score per deal), with a 95% interval "
@@ -374,8 +378,13 @@ class Comparison:
         return "\n".join(out) + "\n\n" + "\n\n".join(t.markdown() for t in self.tables()) + "\n"
 
     def to_dict(self) -> dict:
-        """Every field, JSON-ready (NaN as None)."""
-        return json_ready(asdict(self))
+        """Every field, JSON-ready (NaN as None), and each pair's verdict: `wins_more`, the run the games show to
+        win more deals (None when they do not), and `unclear`, why not (see `Pair.ahead`)."""
+        d = json_ready(asdict(self))
+        for row, p in zip(d["pairs"], self.pairs):
+            row["wins_more"] = {"a": p.a, "b": p.b}.get(p.ahead)
+            row["unclear"] = p.unclear
+        return d
 
     def render(self, fmt: str) -> str:
         """The comparison as text, markdown or json."""
