@@ -818,6 +818,7 @@ def tune(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Write the weights (JSON) here.")] = None,
     rule: RuleOpt = None,
     workers: WorkersOpt = None,
+    fmt: SummaryFormatOpt = "text",
     quiet: QuietOpt = False,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, show_default=False,
                                          help="More log lines (-v: each round's weights; tracebacks of failures).")] = 0,
@@ -837,6 +838,7 @@ def tune(
     from sim.jobs.runner import interrupt_on_sigterm
 
     logging_options(verbose, quiet)
+    _check_format(fmt, ("text", "json"))
     check_policy(policy)
     count, workers = _count(n), check_workers(workers)
     check_out_file(out, "weights file of sim tune", is_weights_file)
@@ -866,23 +868,34 @@ def tune(
         except OSError as e:
             fail(f"cannot write {out}: {e.strerror or e}", 1)
     lo, hi = result.validation_interval
+    below = bool(result.train_win_rate < result.baseline_win_rate)
+    if fmt == "json":
+        typer.echo(json.dumps({**data, "below_baseline": below, "out": None if out is None else str(out)}, indent=2))
+    else:
+        _tune_text(result, data, train, lo, hi, below)
+    if below:
+        say(f"warning: the tuned weights win fewer training games than the default weights "
+            f"({fmt_pct(result.train_win_rate)} against {fmt_pct(result.baseline_win_rate)}); more games (-n) or "
+            f"rounds may find better ones", quiet)
+    if out is not None:
+        say(f"wrote {out}", quiet)
+
+
+def _tune_text(result, data: dict, train: str, lo: float, hi: float, below: bool) -> None:
+    """`sim tune`'s result as text: the weights, then the baseline, train and validation win rates."""
+    from sim.analysis.tables import count as plural, fmt_pct
+
     typer.echo("weights:" if result.chosen == "mean" else
                f"weights (the best vector played: the mean of the last round's elite won "
                f"{fmt_pct(result.mean_train_win_rate)} of the training games):")
     for name, value in data["weights"].items():
         typer.echo(f"  {name:10s} {value:9.4f}")
     typer.echo(f"baseline win rate   {fmt_pct(result.baseline_win_rate)} (default weights; {train})")
-    below = ": below the baseline" if result.train_win_rate < result.baseline_win_rate else ""  # even with -q
+    below = ": below the baseline" if below else ""  # even with -q
     typer.echo(f"train win rate      {fmt_pct(result.train_win_rate)} (tuned weights; {train}){below}")
     typer.echo(f"validation win rate {fmt_pct(result.validation_win_rate)} (tuned weights; 95% CI "
                f"{fmt_pct(lo)} .. {fmt_pct(hi)}; seed {result.settings['validation_seed']}, "
                f"{plural(result.settings['validation_n'], 'game')})")
-    if result.train_win_rate < result.baseline_win_rate:
-        say(f"warning: the tuned weights win fewer training games than the default weights "
-            f"({fmt_pct(result.train_win_rate)} against {fmt_pct(result.baseline_win_rate)}); more games (-n) or "
-            f"rounds may find better ones", quiet)
-    if out is not None:
-        say(f"wrote {out}", quiet)
 
 
 # --- sim train (sim/analysis/train.py) ---------------------------------------------
@@ -902,6 +915,7 @@ def train(
     validation_n: Annotated[str, typer.Option("--validation-n", metavar="N", help="Held-out deals played at the end.")] = "2000",
     out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Write the values (JSON) here, e.g. values.json.")] = None,
     rule: RuleOpt = None,
+    fmt: SummaryFormatOpt = "text",
     quiet: QuietOpt = False,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, show_default=False,
                                          help="Tracebacks of failures.")] = 0,
@@ -923,6 +937,7 @@ def train(
     from sim.jobs.runner import interrupt_on_sigterm
 
     logging_options(verbose, quiet)
+    _check_format(fmt, ("text", "json"))
     count = _count(n)
     held_out = _count(validation_n, "--validation-n")
     check_out_file(out, "values file of sim train", is_values_file)
@@ -955,6 +970,25 @@ def train(
             write_json_atomic(out, result.as_json())
         except OSError as e:
             fail(f"cannot write {out}: {e.strerror or e}", 1)
+    if fmt == "json":
+        shipped = {"wins": result.shipped_wins, "win_rate": result.shipped_win_rate,
+                   "mean_score_per_deal": result.shipped_mean_score}
+        typer.echo(json.dumps({**result.as_json(), "shipped": shipped, "below_shipped": bool(result.below_shipped),
+                               "out": None if out is None else str(out)}, indent=2))
+    else:
+        _train_text(result)
+    if result.below_shipped:
+        say(f"warning: these values score less per held-out deal than the shipped ones "
+            f"({result.validation_mean_score:.2f} against {result.shipped_mean_score:.2f}); more deals (-n) or "
+            f"rounds may do better", quiet)
+    if out is not None:
+        say(f"wrote {out}", quiet)
+
+
+def _train_text(result) -> None:
+    """`sim train`'s result as text: the held-out figures of these values beside the shipped ones'."""
+    from sim.analysis.tables import count as plural, fmt_pct
+
     lo, hi = result.validation_interval
     typer.echo(f"held-out seed {result.validation_seed}, {plural(result.validation_n, 'deal')} "
                f"(planner with these values; with the shipped values on the same deals):")
@@ -963,12 +997,6 @@ def train(
     below = ": below the shipped values" if result.below_shipped else ""  # even with -q
     typer.echo(f"  mean score per deal {result.validation_mean_score:.2f} (a loss counts 0); "
                f"shipped {result.shipped_mean_score:.2f}{below}")
-    if result.below_shipped:
-        say(f"warning: these values score less per held-out deal than the shipped ones "
-            f"({result.validation_mean_score:.2f} against {result.shipped_mean_score:.2f}); more deals (-n) or "
-            f"rounds may do better", quiet)
-    if out is not None:
-        say(f"wrote {out}", quiet)
 
 
 # --- sim solve (sim/jobs/solve.py) ---------------------------------------------

@@ -252,8 +252,13 @@ def test_tune_prints_a_baseline_first_and_every_win_rate_alike(tmp_path):
     assert r.exit_code == 0, r.output
     assert r.stderr.strip().splitlines()[-1] == f"wrote {tmp_path / 'w.json'}" and "wrote" not in r.stdout
     r = invoke("tune", "-n", "300", "--rounds", "1", "--population", "4", "--elite", "2", "-w", "1",
-               "--out", tmp_path / "w.json", "-q")
+               "--out", tmp_path / "w.json", "-q", "-f", "json")
     assert r.exit_code == 0 and r.stderr == "" and "wrote" not in r.stdout, r.output
+    data = json.loads(r.stdout)  # --format json: the weights file's fields, and what the text says beside them
+    assert {k: v for k, v in data.items() if k not in ("below_baseline", "out")} == \
+        json.loads((tmp_path / "w.json").read_text())
+    assert data["out"] == str(tmp_path / "w.json")
+    assert data["below_baseline"] == (data["train_win_rate"] < data["baseline_win_rate"])
     r = invoke("tune", "-n", "300", "--rounds", "2", "--population", "4", "--elite", "2", "-w", "1")
     assert r.exit_code == 0, r.output
     progress = r.stderr.strip().splitlines()

@@ -331,10 +331,17 @@ def test_sim_train_writes_a_values_file_planner_plays(tmp_path):
     cols = sim.play_range(1, 0, 3, "planner", policy_args={"values": str(out)})
     assert len(cols) == 3
     again = tmp_path / "again.json"
-    r = invoke("train", "-n", "30", "--rounds", "1", "--seed", "7", "--validation-n", "10", "--out", again, "-q")
+    r = invoke("train", "-n", "30", "--rounds", "1", "--seed", "7", "--validation-n", "10", "--out", again, "-q",
+               "-f", "json")
     assert r.exit_code == 0, r.output
     assert "wrote" not in r.output  # --quiet: no notices
     assert again.read_bytes() == out.read_bytes()  # the same file bit for bit
+    said = json.loads(r.stdout)  # --format json: the values file's fields, and the shipped values' figures
+    assert {k: v for k, v in said.items() if k not in ("shipped", "below_shipped", "out")} == data
+    shipped = sim.play_range(8, 0, 10, "planner")
+    assert said["shipped"]["wins"] == int(shipped.won.sum()) and said["out"] == str(again)
+    assert said["shipped"]["mean_score_per_deal"] == pytest.approx(float(np.where(shipped.won, shipped.score, 0).sum()) / 10)
+    assert said["below_shipped"] == (said["validation"]["mean_score_per_deal"] < said["shipped"]["mean_score_per_deal"])
 
 
 def test_sim_train_sets_the_values_beside_the_shipped_ones_on_the_same_held_out_deals(tmp_path):
