@@ -139,6 +139,26 @@ def test_a_second_writer_is_refused_with_the_holders_pid(tmp_path):
     assert r.exit_code == 0, r.output
 
 
+def test_a_second_writer_in_the_same_process_is_refused_and_the_lock_stays_held(tmp_path):
+    # A POSIX lock is the process's: a second claim here (another thread, a notebook cell) was granted, and closing
+    # its descriptor dropped the lock of the run still being written, so another process could write it too.
+    out = tmp_path / "run"
+    take = ("import sys; from pathlib import Path; from sim.jobs import runner\ntry:\n"
+            "    with runner.writer_lock(Path(sys.argv[1])): print('took')\n"
+            "except runner.RunError: print('refused')")
+    with runner.writer_lock(out):
+        with pytest.raises(sim.RunError, match=rf"being written by this process \(pid {os.getpid()}\)"):
+            with runner.writer_lock(out):
+                pass
+        with pytest.raises(sim.RunError, match="being written by this process"):
+            sim.run(sim.RunConfig(n=10), out=out, workers=1)
+        other = subprocess.run([sys.executable, "-c", take, str(out)], capture_output=True, text=True)
+        assert other.stdout.strip() == "refused", other.stdout + other.stderr
+    assert not runner._HELD
+    with runner.writer_lock(out):  # released: taken again
+        pass
+
+
 def test_another_live_writers_temp_file_is_left_alone(tmp_path):
     from sim.jobs.files import TMP_MARK, remove_temp_files
 

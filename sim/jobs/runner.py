@@ -581,6 +581,13 @@ class LockDenied(RunError):
     can still be read."""
 
 
+_HELD: set[tuple[int, int]] = set()
+"""(device, inode) of each lock file this process holds. A POSIX record lock belongs to the process: the kernel
+grants it again to a second `writer_lock` here (another thread, another call in a notebook) and drops it when
+that one closes its descriptor, so this process's own locks are checked before the file is opened."""
+_HELD_GUARD = threading.Lock()
+
+
 @contextlib.contextmanager
 def writer_lock(run_dir: Path):
     """Hold the run directory's exclusive lock while writing it; RunError naming the holder otherwise.
@@ -588,9 +595,32 @@ def writer_lock(run_dir: Path):
     A POSIX record lock (fcntl.lockf) on ``<run>/.lock``: it belongs to this
     process (forked workers do not inherit it) and the kernel releases it
     when the process ends, however it ends, so a lock left by a dead
-    process is simply taken. The holder writes its pid into the file.
+    process is simply taken. The holder writes its pid into the file. A
+    second writer in this process (another thread) is refused too (`_HELD`).
     """
     run_dir = Path(run_dir)
+    with _HELD_GUARD:
+        fd = _take_lock(run_dir)
+        st = os.fstat(fd)
+        held = (st.st_dev, st.st_ino)
+        _HELD.add(held)
+    try:
+        yield
+    finally:
+        with _HELD_GUARD:
+            _HELD.discard(held)
+            os.close(fd)
+
+
+def _take_lock(run_dir: Path) -> int:
+    """The descriptor of `run_dir`'s lock file, locked by this process (for `writer_lock`, which holds _HELD_GUARD)."""
+    try:
+        st = os.stat(run_dir / LOCK)
+    except OSError:
+        st = None
+    if st is not None and (st.st_dev, st.st_ino) in _HELD:  # opening and closing it would drop the lock
+        raise RunError(f"{run_dir} is being written by this process (pid {os.getpid()}) already; "
+                       f"wait for that run to finish")
     try:
         made = make_folders(run_dir)
     except OSError as e:
@@ -618,9 +648,10 @@ def writer_lock(run_dir: Path):
                     (run_dir / LOCK).unlink()
                 remove_folders(made)
             raise RunError(f"cannot write the writer's lock {run_dir / LOCK}: {e.strerror or e}") from None
-        yield
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 def writer_pid(run_dir: Path) -> int | None:
