@@ -449,6 +449,37 @@ def test_resume_refuses_a_deal_file_that_changed_or_is_gone(tmp_path):
     assert games_of(out).equals(want)
 
 
+
+def test_a_deal_file_replaced_while_it_is_read_records_the_digest_of_the_decks_played(tmp_path, monkeypatch):
+    # A large deal file takes seconds to read: the digest was taken by a second read, after the decks were
+    # parsed, so a file replaced meanwhile was recorded as the one the games were played on.
+    import hashlib
+
+    from sim.jobs import deal_files
+
+    path = tmp_path / "decks.jsonl"
+    first = "".join(json.dumps({"deck": list(sim.deal(4, g))}) + "\n" for g in range(12))
+    other = "".join(json.dumps({"deck": list(sim.deal(5, g))}) + "\n" for g in range(12))
+    path.write_text(first)
+    check = deal_files.validate_deck
+
+    def replaced_while_read(deck):
+        path.write_text(other)  # the file is replaced while its decks are being checked
+        return check(deck)
+
+    monkeypatch.setattr(deal_files, "validate_deck", replaced_while_read)
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=None, deals=str(path), record_deals=True), out=out, workers=1)
+    m = json.loads((out / "manifest.json").read_text())
+    played = games_of(out)["deck"].to_list()
+    assert played == [list(sim.deal(4, g)) for g in range(12)]
+    assert m["deals_sha256"] == hashlib.sha256(first.encode()).hexdigest()
+    monkeypatch.undo()
+    with pytest.raises(sim.UsageError, match="has changed since the run started"):  # what resume and replay read
+        runner.recorded_decks(m["deals"], m["deals_sha256"], "resume")
+    path.write_text(first)
+    assert runner.recorded_decks(m["deals"], m["deals_sha256"], "resume").tolist() == played
+
 def test_resume_plays_again_a_part_the_manifest_does_not_list_yet_when_it_is_not_its_chunk(tmp_path):
     # As an interruption leaves it: part 2 written after the manifest's last write, so not listed; here it is
     # a copy of part 0 (the wrong games), which only its own metadata and game range can tell.

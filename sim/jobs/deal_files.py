@@ -1,6 +1,7 @@
 """Decks from a file (`sim run --deals FILE`): Parquet or JSON lines with a `deck` column."""
 
 import hashlib
+import io
 import json
 from pathlib import Path
 
@@ -19,13 +20,14 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _raw_decks(path: Path) -> list:
+def _raw_decks(path: Path, data: bytes) -> list:
+    """The decks in `data`, the bytes of the deal file `path` (whose suffix says how to read them)."""
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
         import polars as pl
 
         try:
-            frame = pl.read_parquet(path)
+            frame = pl.read_parquet(io.BytesIO(data))
         except Exception as e:  # polars raises its own errors for a file that is not Parquet
             raise ValueError(f"{path}: not a readable Parquet file ({type(e).__name__})") from None
         if "deck" not in frame.columns:
@@ -33,7 +35,7 @@ def _raw_decks(path: Path) -> list:
         return frame["deck"].to_list()
     if suffix in (".jsonl", ".ndjson", ".json"):
         decks = []
-        with open(path) as f:
+        with io.TextIOWrapper(io.BytesIO(data)) as f:  # as open(path) reads it
             for row, line in enumerate(f):
                 if not line.strip():
                     continue
@@ -53,12 +55,20 @@ def load_deals(path) -> np.ndarray:
 
     Game i is row i. A bad deck raises ValueError with its row number and what is wrong.
     """
+    return read_deals(path)[0]
+
+
+def read_deals(path) -> tuple[np.ndarray, str]:
+    """(`load_deals`' decks, the SHA-256 of the bytes they were read from), from one read of the file: a file
+    replaced while it is read (a large one takes seconds) is never recorded with the digest of other decks than
+    those played, nor taken for the recorded one on resume."""
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"deal file {str(path)!r} is a directory, not a file of decks")
     if not path.is_file():
         raise ValueError(f"deal file {str(path)!r} does not exist")
-    raw = _raw_decks(path)
+    data = path.read_bytes()
+    raw = _raw_decks(path, data)
     if not raw:
         raise ValueError(f"{path}: holds no decks")
     decks = np.empty((len(raw), K.DECK_SIZE), np.uint8)
@@ -67,4 +77,4 @@ def load_deals(path) -> np.ndarray:
             decks[row] = validate_deck(deck if deck is not None else ())
         except ValueError as e:
             raise ValueError(f"{path}: row {row}: {e}") from None
-    return decks
+    return decks, hashlib.sha256(data).hexdigest()

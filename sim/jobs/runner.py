@@ -32,7 +32,7 @@ import numpy as np
 
 from sim import kernels as K
 from sim.engine.cards import MAX_GAME, check_seed
-from sim.jobs.deal_files import file_digest, load_deals
+from sim.jobs.deal_files import file_digest, read_deals
 from sim.jobs.executors import Executor, ExecutorError, check_reachable, make_executor
 from sim.jobs.files import TMP_MARK, make_folders, remove_folders, remove_temp_files, write_atomic, write_json_atomic
 from sim.jobs.pool import TaskFailed
@@ -160,11 +160,11 @@ def checked_rows(config):
     n = config.n
     if config.deals is not None:
         try:
-            decks = load_deals(config.deals)
+            decks, digest = read_deals(config.deals)  # the digest of the very decks played
         except ValueError as e:
             raise UsageError(str(e)) from None
         n = len(decks) if n is None else n
-        config = replace(config, deals=str(Path(config.deals).resolve()), deals_sha256=file_digest(Path(config.deals)))
+        config = replace(config, deals=str(Path(config.deals).resolve()), deals_sha256=digest)
     if n is None:
         raise UsageError("n is required (e.g. 1e6), unless deals gives the decks", "n")
     if isinstance(n, str):
@@ -213,9 +213,14 @@ def recorded_decks(deals: str, sha256: str | None, purpose: str):
     naming `purpose` ("resume") otherwise."""
     if not Path(deals).is_file():
         raise UsageError(f"the run's deal file {deals} is gone; it is needed to {purpose}")
-    if file_digest(Path(deals)) != sha256:
-        raise UsageError(f"the run's deal file {deals} has changed since the run started")
-    return load_deals(deals)
+    changed = UsageError(f"the run's deal file {deals} has changed since the run started")
+    try:
+        decks, digest = read_deals(deals)  # checked and read in one read: no other decks between the two
+    except ValueError:  # no longer a file of decks, so not the one the run read
+        raise changed from None
+    if digest != sha256:
+        raise changed
+    return decks
 
 
 def file_sha256(path: Path) -> str:
