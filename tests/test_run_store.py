@@ -856,6 +856,28 @@ def test_a_manifest_edited_to_other_settings_disagrees_with_its_parts(tmp_path):
     assert not (out / "games" / "part-00001.parquet").exists()
 
 
+def test_a_manifest_with_its_chunk_size_edited_is_not_resumed_into_a_complete_run_missing_games(tmp_path):
+    # The parts' own metadata does not say the chunk size: a resume kept the listed parts as chunks of the new
+    # size and wrote a manifest saying complete over half the games, and every reader said to resume again.
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=4000, seed=5), out=out, workers=1, chunk_size=500)
+    path = out / "manifest.json"
+    m = json.loads(path.read_text())
+    path.write_text(json.dumps({**m, "chunk_size": 1000}))
+    with pytest.raises(runner.PartSettingsError, match="part-00000.parquet .* the manifest was changed") as e:
+        sim.load(out)
+    assert "resume" not in str(e.value)
+    late = [f"part-{k:05d}.parquet" for k in range(4, 8)]
+    for name in late:
+        (out / "games" / name).unlink()
+    edited = {**m, "chunk_size": 1000, "status": "incomplete",
+              "parts": {k: v for k, v in m["parts"].items() if k not in late},
+              "part_info": {k: v for k, v in m["part_info"].items() if k not in late}}
+    path.write_text(json.dumps(edited))
+    line = one_line_error(cli.invoke(app, ["run", "--resume", str(out), "-w", "1"]), 1)
+    assert "part-00000.parquet" in line and "chunk size 1000" in line and "not resuming" in line
+    assert json.loads(path.read_text()) == edited
+
 def test_stray_files_in_games_are_ignored_with_a_warning(tmp_path, caplog):
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=2000), out=out, workers=1, chunk_size=1000)

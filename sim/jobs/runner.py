@@ -519,6 +519,10 @@ def run_parts(run_dir: str | Path, m: dict | None = None) -> list[Path]:
             if settings:  # the manifest was edited, or the part copied from another run: resume refuses it too
                 raise PartSettingsError(f"{settings}; neither can be trusted, so play the run again with --force")
             problem = _part_problem(path, k, n, chunk_size)
+            if problem and digest is not None:  # the part the run wrote: its chunk size (or n) was edited since
+                raise PartSettingsError(f"{problem}, yet it is the part the run wrote (its SHA-256 is the "
+                                        f"manifest's): the manifest was changed after it; play the run again "
+                                        f"with --force")
         if problem:
             raise RunError(f"{problem}; resume the run to play it again")
         paths.append(path)
@@ -559,6 +563,10 @@ def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> d
                 log.warning("%s differs from the part this run wrote: playing it again", path)
                 continue
             problem = _metadata_problem(path, k, m)
+            games = _expected(k, n, chunk_size)
+            if not problem and "first" in info and (info.get("rows"), info.get("first"), info.get("last")) != games:
+                problem = (f"{path} holds games {info.get('first')}..{info.get('last')}, but part {k} of a run of "
+                           f"chunk size {chunk_size} holds games {games[1]}..{games[2]}")  # chunk_size was edited
             if problem:  # the part is the one listed, so the manifest's settings were changed after it
                 raise RunError(f"{problem}: the manifest was changed after its parts were written; not resuming")
             kept[name] = info
