@@ -908,6 +908,26 @@ def test_huge_n_and_game_indexes_are_one_line_errors(tmp_path):
 # --- 8, 9. interruptions and failed writes ------------------------------------------------------------------
 
 
+def test_an_interrupt_while_a_resume_checks_the_parts_says_how_to_finish(tmp_path, monkeypatch):
+    # Checking a large run's parts (or reading its deal file) takes seconds before any game is played: a Ctrl-C
+    # then ended the process with no word, and a SIGTERM killed it outright (exit 143).
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=300, seed=2), out=out, workers=1, chunk_size=100)
+    (out / "games" / "part-00001.parquet").unlink()
+    checked = runner._verified_parts
+
+    def stopped(*args):
+        checked(*args)
+        raise KeyboardInterrupt  # what Ctrl-C, or SIGTERM under the runner's handler, raises
+
+    monkeypatch.setattr(runner, "_verified_parts", stopped)
+    line = one_line_error(cli.invoke(app, ["run", "--resume", str(out), "-w", "1"]), 130)
+    assert f"Finish with: sim run --resume {out}" in line
+    monkeypatch.undo()
+    sim.resume(out, workers=1)
+    assert games_of(out).equals(sim.play_range(seed=2, start=0, stop=300).to_polars())
+
+
 @pytest.mark.slow
 def test_sigterm_during_a_plugins_compile_leaves_a_resumable_run(tmp_path):
     out = tmp_path / "c"

@@ -1281,34 +1281,34 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
             raise UsageError(f"{run_dir / MANIFEST} is not a complete {job.kind} manifest ({e})") from None
         if check is not None:
             check(config, m)
-        problems = changed_files(m.get("files"))
-        if problems:
-            raise UsageError(f"cannot resume {run_dir}: {problems[0]}; its rows would mix two versions")
-        decks = None if config.deals is None else recorded_decks(config.deals, config.deals_sha256, "resume")
-        workers = int(workers or os.cpu_count() or 1)
-        chosen = _executor(executor or "local", workers, scheduler)
-        _reach(chosen)
-        chunk_size = int(m["chunk_size"])
-        remove_temp_files(run_dir / GAMES)
-        remove_temp_files(run_dir)
-        p = _Progress(chosen, chunk_size, m.get("command", ""), m.get("sessions", []),
-                      _verified_parts(run_dir, m, config.n, chunk_size))
-        whole = len(p.parts) == chunk_count(config.n, chunk_size)
-        repaired = whole and (m.get("status") != "complete" or sorted(m.get("parts") or {}) != sorted(p.parts))
-        played_by = m.get("version")
-        if (repaired or not whole) and p.parts and played_by is not None and played_by != __version__:
-            raise UsageError(f"cannot resume {run_dir}: its parts were played by foursquare-sim {played_by}, and "
-                             f"this is {__version__}; its rows would mix two versions (finish it with {played_by}, "
-                             f"or play it again with --force)")
-        if whole:
-            # Nothing to play: no session of 0 games is added (it would change the run's recorded speed).
-            if repaired:  # every part is on disk and verified, but the manifest did not say so
-                _save(job, config, run_dir, p, "complete")
-            summary = job.summarize(run_dir, float(m.get("seconds") or 0.0), config.n, "complete")
-            said = ("its manifest now lists every part, each verified" if repaired
-                    else "the figures below are that run's")
-            return replace(summary, note=f"{run_dir} is complete: nothing was {_done(job)} ({said}).")
         resume_hint = f"Finish with: {resume_command(job, config, run_dir)}"
-        with _resumable_once_saved(resume_hint):
+        with _resumable_once_saved(resume_hint):  # reading a large deal file, checking many parts: seconds
+            problems = changed_files(m.get("files"))
+            if problems:
+                raise UsageError(f"cannot resume {run_dir}: {problems[0]}; its rows would mix two versions")
+            decks = None if config.deals is None else recorded_decks(config.deals, config.deals_sha256, "resume")
+            workers = int(workers or os.cpu_count() or 1)
+            chosen = _executor(executor or "local", workers, scheduler)
+            _reach(chosen)
+            chunk_size = int(m["chunk_size"])
+            remove_temp_files(run_dir / GAMES)
+            remove_temp_files(run_dir)
+            p = _Progress(chosen, chunk_size, m.get("command", ""), m.get("sessions", []),
+                          _verified_parts(run_dir, m, config.n, chunk_size))
+            whole = len(p.parts) == chunk_count(config.n, chunk_size)
+            repaired = whole and (m.get("status") != "complete" or sorted(m.get("parts") or {}) != sorted(p.parts))
+            played_by = m.get("version")
+            if (repaired or not whole) and p.parts and played_by is not None and played_by != __version__:
+                raise UsageError(f"cannot resume {run_dir}: its parts were played by foursquare-sim {played_by}, and "
+                                 f"this is {__version__}; its rows would mix two versions (finish it with {played_by}, "
+                                 f"or play it again with --force)")
+            if whole:
+                # Nothing to play: no session of 0 games is added (it would change the run's recorded speed).
+                if repaired:  # every part is on disk and verified, but the manifest did not say so
+                    _save(job, config, run_dir, p, "complete")
+                summary = job.summarize(run_dir, float(m.get("seconds") or 0.0), config.n, "complete")
+                said = ("its manifest now lists every part, each verified" if repaired
+                        else "the figures below are that run's")
+                return replace(summary, note=f"{run_dir} is complete: nothing was {_done(job)} ({said}).")
             _warm(job, config, decks is not None, resume_hint, notify)
             return _execute(job, config, run_dir, p, progress, decks)
