@@ -221,7 +221,7 @@ WorkersOpt = Annotated[Optional[int], typer.Option("--workers", "-w", metavar="N
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing run directory (compare, sweep: instead of reusing it).")]
 RecordDealsOpt = Annotated[bool, typer.Option("--record-deals", help="Add each game's deck to the output.")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", "-o", metavar="DIR", help="Run directory (default results/<run>).")]
-ChunkSizeOpt = Annotated[Optional[int], typer.Option("--chunk-size", metavar="N", help="Games (or deals) per part file.")]
+ChunkSizeOpt = Annotated[Optional[str], typer.Option("--chunk-size", metavar="N", help="Games (or deals) per part file: 10000, 1e4.")]
 DealsOpt = Annotated[Optional[Path], typer.Option("--deals", metavar="FILE", help="Use the decks of a Parquet/JSON-lines file (column `deck`).")]
 ResumeOpt = Annotated[Optional[Path], typer.Option("--resume", metavar="DIR", help="Finish an interrupted run in this directory.")]
 GameOpt = Annotated[int, typer.Option("--game", min=0, metavar="N", help="Game index within the seed.")]
@@ -526,6 +526,7 @@ def run(
     refuse_with_resume(resume, **{"-n": n, "--seed": seed, "--rule": rule, "--deals": deals,
                                   "--record-deals": record_deals, "--chunk-size": chunk_size, "--out": out,
                                   "--force": force, "--policy-arg": policy_arg})
+    chunk_size = _count(chunk_size, "--chunk-size")
     with library_errors(verbose):
         if resume is not None:
             from sim.jobs.resume import resume as resume_run
@@ -1045,6 +1046,7 @@ def solve(
                                   "--force": force, "--first-win": first_win, "--time-limit": time_limit,
                                   "--node-limit": node_limit, "--split-after": split_after,
                                   "--sat-conflicts": sat_conflicts})
+    chunk_size = _count(chunk_size, "--chunk-size")
     seed = seed or 0
     nodes = None
     if node_limit is not None:

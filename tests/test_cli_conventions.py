@@ -326,12 +326,21 @@ SMALL_TUNE = ("--rounds", "1", "--population", "3", "--elite", "2")
     (["train", "-n", "5", "--rounds", "1", "--validation-n", "0"], "--validation-n '0' is not a positive"),
     (["train", "-n", "5", "--rounds", "1", "--validation-n", "abc"], "--validation-n 'abc' is not a positive"),
     (["train", "-n", "5", "--rounds", "1", "--validation-n", "1e99"], "--validation-n '1e99' is more than the 2**63"),
+    (["run", "-n", "10", "-w", "1", "--chunk-size", "0"], "--chunk-size '0' is not a positive whole number"),
+    (["solve", "-n", "2", "-w", "1", "--chunk-size", "2.5"], "--chunk-size '2.5' is not a positive whole number"),
 ])
 def test_counts_and_workers_are_checked_before_any_game(tmp_path, monkeypatch, args, fragment):
     monkeypatch.chdir(tmp_path)
     line = one_line_error(invoke(*args))
     assert fragment in line, line
     assert not (tmp_path / "results").exists()
+
+
+def test_chunk_size_is_a_count_as_n_is(tmp_path):
+    # -n 1e3 was taken and --chunk-size 1e3 refused as "not a valid integer".
+    r = invoke("run", "-n", "2e3", "--chunk-size", "1e3", "-w", "1", "-q", "-o", tmp_path / "r")
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in (tmp_path / "r" / "games").iterdir()) == ["part-00000.parquet", "part-00001.parquet"]
 
 
 def test_compare_checks_n_before_it_says_it_plays(tmp_path, monkeypatch):
