@@ -1320,3 +1320,27 @@ def test_a_built_ins_arguments_are_recorded_in_its_own_order_whatever_order_they
     assert list(json.loads((out / "manifest.json").read_text())["policy_args"]) == ["samples", "base"]
     r = cli.invoke(app, ["run", *args[:-1], "--policy-arg", "samples=2", "--policy-arg", "base=greedy"])
     assert r.exit_code == 0 and "already holds this complete run" in r.output, r.output
+
+
+LOUD = '''
+from numba import njit
+
+@njit
+def choose(state, rules, card, legal, rng, params):
+    print("choosing a cell for", card)
+    c = 0
+    while not (legal >> c) & 1:
+        c += 1
+    return c
+'''
+
+
+@pytest.mark.slow  # compiles a plugin's game loop
+def test_what_a_compiled_plugin_prints_goes_to_stderr_and_json_stays_json(tmp_path):
+    # numba's print writes to sys.stdout: a compiled plugin's lines came before the summary on stdout.
+    (tmp_path / "loud.py").write_text(LOUD)
+    r = sim_cmd("run", "-p", "loud.py:choose", "-n", "4", "-w", "1", "-f", "json", "-o", "r", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["games"] == 4
+    played = int(pl.read_parquet(tmp_path / "r" / "games" / "*.parquet")["cards_played"].sum())
+    assert r.stderr.count("choosing a cell for") >= played  # each game's turns (and the warm-up's game)

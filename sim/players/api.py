@@ -6,6 +6,8 @@ engine's compiled loops (built-ins and compiled plugins), the Python turn
 loop (plain-Python plugins), or the solver (the oracle).
 """
 
+import contextlib
+
 import numpy as np
 from numba.core.errors import NumbaError
 
@@ -98,8 +100,9 @@ def trace(deck, policy: str | PolicySpec = "greedy", rules: Rules | None = None,
     moves = np.full(K.DECK_SIZE + 1, -1, np.int64)
     fired = np.zeros(K.DECK_SIZE, np.int64)
     try:
-        code, played = loops.one_game(cards, np.uint64(seed), np.int64(game), spec.params(), rules.as_array(),
-                                      state, moves, fired)
+        with _output(spec):
+            code, played = loops.one_game(cards, np.uint64(seed), np.int64(game), spec.params(), rules.as_array(),
+                                          state, moves, fired)
     except Exception as e:
         _plugin_failed(spec, e, cards[None, :], seed, game, rules)
         raise
@@ -132,14 +135,21 @@ def _plugin_failed(spec: PolicySpec, e: Exception, decks: np.ndarray, seed: int,
     plugins.play_python(spec, decks, seed, first_game, rules, new_columns(len(decks)))
 
 
+def _output(spec: PolicySpec):
+    """Where a compiled plugin's `print` goes while its games play: stderr, as a plain-Python plugin's does
+    (numba's print writes to sys.stdout), so that stdout holds only the command's result."""
+    return plugins.plugin_output() if spec.kind == "compiled" else contextlib.nullcontext()
+
+
 def _play(spec: PolicySpec, decks: np.ndarray, seed: int, first_game: int, rules: Rules, cols: dict) -> None:
     """Fill the columns with the games of `decks` (row i is game first_game + i)."""
     loops = _loops(spec)
     if loops is not None:
         try:
-            loops.deck_batch(decks, np.uint64(seed), np.int64(first_game), spec.params(), rules.as_array(),
-                             cols["end"], cols["cards_played"], cols["face_down"], cols["piles"], cols["score"],
-                             cols["illegal"])
+            with _output(spec):
+                loops.deck_batch(decks, np.uint64(seed), np.int64(first_game), spec.params(), rules.as_array(),
+                                 cols["end"], cols["cards_played"], cols["face_down"], cols["piles"],
+                                 cols["score"], cols["illegal"])
         except Exception as e:
             _plugin_failed(spec, e, decks, seed, first_game, rules)
             raise
