@@ -169,6 +169,7 @@ def test_sweep_runs_every_combination_on_the_same_deals(tmp_path, monkeypatch, r
         assert manifest["rules"]["max_pile"] == int(row["max_pile"])
         assert row["games"] == df.height == N and row["wins"] == df["won"].sum()
         assert row["mean_score"] == pytest.approx(df["score"].mean())
+        assert row["score_per_deal"] == pytest.approx(df["score"].fill_null(0).sum() / N)
         assert row["win_rate_low"] < row["win_rate"] < row["win_rate_high"]
         this = df.sort("game")["deck"]
         assert decks is None or (this == decks).all()

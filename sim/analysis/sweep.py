@@ -72,6 +72,11 @@ class SweepRow:
     reused: bool
     """An existing run with the same settings was reused, not played again."""
 
+    @property
+    def score_per_deal(self) -> float:
+        """Mean score over all its games, a lost game counting 0 (what a player scores per deal dealt)."""
+        return self.wins * self.mean_score / self.games if self.wins else 0.0
+
 
 @dataclass(frozen=True)
 class Sweep:
@@ -103,13 +108,16 @@ class Sweep:
                 f"(seed {self.seed}) for every combination")
 
     def table(self) -> Table:
-        """One line per combination: its option values, wins, win rate with its interval, mean score."""
+        """One line per combination: its option values, wins, win rate with its interval, mean score, score per
+        deal."""
         d = pct_digits(self.n)
         rows = tuple((*r.values, fmt_int(r.games), fmt_int(r.wins), fmt_pct(r.win_rate, d),
-                      fmt_ci(r.win_rate_low, r.win_rate_high, d), fmt_num(r.mean_score)) for r in self.rows)
-        return Table("", (*self.options, "games", "wins", "win rate", "95% CI (Wilson)", "mean score"), rows,
-                     align="r" * len(self.options) + "rrrrr",
-                     note="Mean score of the won games. Rows follow the order of the --rule options and values.")
+                      fmt_ci(r.win_rate_low, r.win_rate_high, d), fmt_num(r.mean_score), fmt_num(r.score_per_deal))
+                     for r in self.rows)
+        return Table("", (*self.options, "games", "wins", "win rate", "95% CI (Wilson)", "mean score",
+                          "score per deal"), rows, align="r" * len(self.options) + "rrrrrr",
+                     note="mean score: of the won games. score per deal: over all the games, a lost game counting "
+                          "0. Rows follow the order of the --rule options and values.")
 
     def labels(self) -> list[str]:
         """Each combination as "option=value" lines, for the figure's x axis."""
@@ -133,7 +141,8 @@ class Sweep:
             return int(v) if isinstance(default.get(option), int) else v
 
         d["rows"] = [{**{k: value(k, v) for k, v in zip(self.options, r["values"])},
-                      **{k: v for k, v in r.items() if k != "values"}} for r in d["rows"]]
+                      **{k: v for k, v in r.items() if k != "values"}, "score_per_deal": row.score_per_deal}
+                     for r, row in zip(d["rows"], self.rows)]
         return d
 
     def render(self, fmt: str) -> str:
