@@ -49,6 +49,7 @@ def test_report_counts_equal_a_direct_polars_query(runs, read_games):
     assert dict(r.face_down_at_loss) == dict(df.filter(~pl.col("won")).group_by("face_down").len().iter_rows())
     scores = df["score"].drop_nulls()
     assert r.score_mean == pytest.approx(scores.mean())
+    assert r.score_per_deal == pytest.approx(df["score"].fill_null(0).sum() / N)
     for q, got in ((0.25, r.score_q1), (0.5, r.score_median), (0.75, r.score_q3)):
         assert got == pytest.approx(scores.quantile(q, interpolation="linear"))
     assert r.status == "complete" and r.warnings == ()

@@ -96,10 +96,17 @@ class RunReport:
         """The run directory's name."""
         return Path(self.path).name
 
+    @property
+    def score_per_deal(self) -> float | None:
+        """Mean score over all the games, a lost game counting 0 (what a player scores per deal dealt); None
+        without games."""
+        return sum(s * k for s, k in self.score_counts) / self.games if self.games else None
+
     def to_dict(self) -> dict:
         """The report as `--format json` writes it: distributions keyed by value, shares included, NaN as None."""
         d = asdict(self)
         d["name"] = self.name
+        d["score_per_deal"] = self.score_per_deal
         d["score_distribution"] = [{"score": s, "count": k, "share_of_wins": k / self.wins if self.wins else None,
                                     "share_of_games": k / self.games if self.games else None}
                                    for s, k in self.score_counts]
@@ -224,8 +231,11 @@ def summary_table(r: RunReport) -> Table:
         ("mean score", fmt_num(r.score_mean)),
         ("median score", fmt_num(r.score_median, 1)),
         ("quartiles", "-" if r.score_q1 is None else f"{r.score_q1:g} .. {r.score_q3:g}"),
+        ("score per deal", fmt_num(r.score_per_deal)),
     ]
-    return Table("Summary", ("", "value"), tuple(rows), note="Score statistics are of won games only.")
+    return Table("Summary", ("", "value"), tuple(rows),
+                 note="Score statistics are of won games only; score per deal is over all the games, a lost game "
+                      "counting 0.")
 
 
 def score_table(r: RunReport, bar_width: int = 0) -> Table:
@@ -276,10 +286,11 @@ def overview_table(reports: list[RunReport]) -> Table:
     d = max(pct_digits(r.games) for r in reports)
     rows = tuple((r.name, r.policy, rules_text(r.rules), fmt_int(r.games), fmt_int(r.wins), fmt_pct(r.win_rate, d),
                   fmt_ci(r.win_rate_low, r.win_rate_high, d), fmt_num(r.score_mean),
-                  fmt_num(r.score_median, 1), r.status) for r in reports)
+                  fmt_num(r.score_median, 1), fmt_num(r.score_per_deal), r.status) for r in reports)
     return Table("Runs", ("run", "policy", "rules", "games", "wins", "win rate", "95% CI", "mean score",
-                          "median", "status"), rows, align="lllrrrrrrl",
-                 note="Win rate with its 95% Wilson interval; score statistics are of won games only.")
+                          "median", "per deal", "status"), rows, align="lllrrrrrrrl",
+                 note="Win rate with its 95% Wilson interval; mean score and median of won games only; per deal: "
+                      "score per deal, over all the games, a lost game counting 0.")
 
 
 def tables(r: RunReport, bar_width: int = 0) -> list[Table]:
