@@ -141,6 +141,7 @@ def test_run_and_solve_summaries_as_json(tmp_path):
     rows = sim.load(tmp_path / "r").collect()
     assert data["games"] == 2000 and data["wins"] == rows["won"].sum() and data["status"] == "complete"
     assert data["path"] == str(tmp_path / "r") and data["win_rate_low"] < data["win_rate"] < data["win_rate_high"]
+    assert data["score_per_deal"] == pytest.approx(rows["score"].fill_null(0).sum() / 2000)
     s = invoke("solve", "-n", "3", "--node-limit", "1000", "-w", "1", "-q", "--out", tmp_path / "s", "-f", "json")
     assert s.exit_code == 0, s.output
     solved = json.loads(s.stdout)

@@ -116,6 +116,11 @@ class RunSummary:
     note: str = ""
     """A line said before the figures (e.g. that the run was complete already and nothing was played)."""
 
+    @property
+    def score_per_deal(self) -> float:
+        """Mean score over all the games, a lost game counting 0 (what a player scores per deal dealt)."""
+        return self.wins * self.mean_score / self.games if self.wins else 0.0
+
     def text(self) -> str:
         """The summary `sim run` prints."""
         score = "n/a" if self.mean_score is None else f"{self.mean_score:.2f}"
@@ -124,15 +129,17 @@ class RunSummary:
             f"wins       {self.wins:,}",
             f"win rate   {pct_text(self.win_rate, 4)}  (95% CI {pct_text(self.win_rate_low, 4)} .. "
             f"{pct_text(self.win_rate_high, 4)})",
-            f"mean score {score} (wins only)",
+            f"mean score {score} (wins only); {self.score_per_deal:.2f} per deal (a lost game counts 0)",
             f"wall time  {self.seconds:.2f} s  ({self.games_per_s:,.0f} games/s)",
             f"output     {self.path}",
         ])
 
     def to_dict(self) -> dict:
-        """Every field, JSON-ready (what `sim run --format json` prints): path as text, NaN as None."""
+        """Every field and the score per deal, JSON-ready (what `sim run --format json` prints): path as text, NaN
+        as None."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["path"] = str(self.path)
+        d["score_per_deal"] = self.score_per_deal
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
 
 
