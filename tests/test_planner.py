@@ -15,6 +15,7 @@ import sim
 from policies.heuristic import FEATURES as HEURISTIC_FEATURES, LOSS, WIN, evaluate, stock_prefix
 from sim import kernels as K
 from sim.analysis.train import train
+from sim.engine.rules import Rules
 from sim.cli import app
 from test_lookahead import random_position
 from test_policies import permuted_after
@@ -302,6 +303,15 @@ def test_self_play_and_validation_in_steps_give_the_values_and_figures_of_one_ca
 def test_bad_training_settings_are_refused(kw, fragment):
     with pytest.raises(ValueError, match=fragment):
         train(n=2, rounds=1, validation_n=2, **kw)
+
+
+def test_training_explores_under_rules_where_a_game_can_run_out_of_cells():
+    # With max_pile 1 a 2x2 grid is full after 4 cards: a deal exploring at turn 4 found no legal cell, and
+    # the random pick among none stopped the training with "integer modulo by zero".
+    rules = Rules(grid=2, max_pile=1)
+    result = train(n=60, rounds=1, seed=21, explore=1.0, validation_n=2, rules=rules, against_shipped=False)
+    assert result.history[0]["games"] == 60 and result.history[0]["positions"] > 0
+    assert result.settings["rules"] == rules.as_dict()
 
 
 # --- sim train ----------------------------------------------------------------------------------

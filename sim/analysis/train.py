@@ -57,7 +57,10 @@ def _play(base, deck, state, rules, params, rng, moves, fired):
 
 @njit(cache=True)
 def _explore_play(base, deck, state, rules, params, rng, moves, fired, turn, pick):
-    """Play the deck, the turn `turn` on the pick-th legal cell (modulo their number); (end, played)."""
+    """Play the deck, the turn `turn` on the pick-th legal cell (modulo their number); (end, played).
+
+    No legal cell at that turn ends the game as play_turns ends it (a full grid under `max_pile` 1, say).
+    """
     K.reset(state)
     end, played = _play(base, deck[:turn], state, rules, params, rng, moves, fired)
     if end != K.GOES_ON:
@@ -65,6 +68,8 @@ def _explore_play(base, deck, state, rules, params, rng, moves, fired, turn, pic
     card = deck[turn]
     K.draw(state, card)
     legal = K.legal_cells(state, rules)
+    if legal == 0:
+        return K.END_NO_MOVE, turn
     cell = K.nth_cell(legal, pick % K.popcount(legal))
     moves[turn] = cell
     K.place(state, rules, cell, card)
