@@ -163,9 +163,23 @@ def validate_values(data, where: str) -> list[float]:
         raise ValueError(f"values file {where}: need {N_WEIGHTS} weights")
     loss = data.get("loss", 0.0)
     for v in weights + [loss]:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ValueError(f"values file {where}: {v!r} is not a finite number")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v):
+            raise ValueError(f"values file {where}: {_short(v)} is not a finite number")
     return weights_to_params(weights, loss)
+
+
+def _finite(v: int | float) -> bool:
+    """Is `v` a finite float, or an int that is one? (JSON's integers have no bound; math.isfinite overflows.)"""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
+def _short(v) -> str:
+    """`v` for an error line: a long one cut to its start."""
+    text = repr(v)
+    return text if len(text) <= 24 else text[:20] + "..."
 
 
 def read_values(path: str | Path | None = None) -> dict:
