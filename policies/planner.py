@@ -165,6 +165,9 @@ def validate_values(data, where: str) -> list[float]:
     for v in weights + [loss]:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v):
             raise ValueError(f"values file {where}: {_short(v)} is not a finite number")
+    if loss > 0:  # worth more than some positions: planner would lose deals on purpose
+        raise ValueError(f"values file {where}: loss {loss!r} is above 0 (a lost deal is worth at most its score "
+                         f"of 0, as in sim train --loss)")
     return weights_to_params(weights, loss)
 
 

@@ -52,6 +52,7 @@ def test_the_shipped_values_load_and_validate():
     (lambda d: d.update(weights=d["weights"][:-1]), f"need {planner.N_WEIGHTS} weights"),
     (lambda d: d["weights"].__setitem__(3, "x"), "not a finite number"),
     (lambda d: d.update(loss=math.inf), "not a finite number"),
+    (lambda d: d.update(loss=5), "loss 5 is above 0"),  # planner lost every deal on purpose
     (lambda d: d["weights"].__setitem__(3, 10**400), r": 10{19}\.\.\. is not a finite number"),
 ])
 def test_a_bad_values_file_is_refused_with_a_reason(tmp_path, change, fragment):
