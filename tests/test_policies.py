@@ -231,6 +231,19 @@ def test_tune_is_reproducible_and_validates_on_another_seed(tmp_path):
     assert sim.play_range(0, 0, 5, "heuristic", policy_args={"weights": str(tmp_path / "w.json")}).game.size == 5
 
 
+def test_tunes_json_holds_the_win_rate_of_the_elites_mean_its_text_gives(tmp_path):
+    # When the best vector played is the result, the text gives the elite's mean's training win rate; the JSON and
+    # the weights file had no such number.
+    small = ["tune", "-n", "300", "--rounds", "1", "--population", "3", "--elite", "2", "-w", "1", "-q"]
+    text = invoke(*small)
+    said = invoke(*small, "-f", "json", "--out", tmp_path / "w.json")
+    assert text.exit_code == said.exit_code == 0, text.output + said.output
+    data = json.loads(said.stdout)
+    assert data["chosen"] == "best played"  # so few games: the mean plays worse than the best vector
+    assert f"the mean of the last round's elite won {100 * data['mean_train_win_rate']:.2f}% " in text.stdout
+    assert json.loads((tmp_path / "w.json").read_text())["mean_train_win_rate"] == data["mean_train_win_rate"]
+
+
 def test_a_file_plugin_has_the_same_module_name_in_every_process():
     # numba's on-disk cache of a jitted function records its module's name and imports it when a
     # later process loads the cache; a name that changed with the process's string hashing made

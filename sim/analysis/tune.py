@@ -57,7 +57,8 @@ class TuneResult:
     """Win rate of the last round's elite's mean on the training games (the weights' own when chosen is "mean")."""
 
     def as_json(self) -> dict:
-        """The weights by feature name, their win rates and the settings, as `sim tune` saves them."""
+        """The weights by feature name, their win rates (and the elite's mean's, which the weights need not be)
+        and the settings, as `sim tune` saves them."""
         return {
             "weights": dict(zip(self.features, self.weights)),
             "baseline_win_rate": self.baseline_win_rate,
@@ -65,6 +66,7 @@ class TuneResult:
             "validation_win_rate": self.validation_win_rate,
             "validation_interval": list(self.validation_interval),
             "chosen": self.chosen,
+            "mean_train_win_rate": self.mean_train_win_rate,
             "settings": self.settings,
         }
 
