@@ -98,7 +98,10 @@ def parse_weights(text: str) -> list[float]:
 def _weight(value, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"weights file {where}: {value!r} is not a number")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # JSON's integers have no bound
+        raise ValueError(f"weights file {where}: {repr(value)[:20]}... is not a finite number") from None
 
 
 def _is_number(text: str) -> bool:

@@ -116,6 +116,15 @@ def test_a_bad_weights_value_names_the_policy_that_reads_it():
             resolve(name, {"weights": "1,2"})
 
 
+def test_a_weights_file_with_an_integer_too_large_for_a_float_is_refused(tmp_path):
+    # JSON's integers have no bound: float(10**400) raised OverflowError, a traceback instead of the error.
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({"weights": [1, 1, 1, 1, 1, 1, 10**400]}))
+    with pytest.raises(ValueError, match=r"^policy 'heuristic': weights file .*big.json: 1000000.*\.\.\. is not a "
+                                         r"finite number$"):
+        resolve("heuristic", {"weights": str(path)})
+
+
 def test_rollout_base_and_samples_matter():
     one = sim.play_range(6, 0, 6, "rollout", policy_args={"samples": "2", "base": "greedy"})
     two = sim.play_range(6, 0, 6, "rollout", policy_args={"samples": "2", "base": "greedy"})
