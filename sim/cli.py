@@ -267,7 +267,8 @@ def run_config(policy: str, n: str | None, seed: int, rule, deals: Path | None, 
 
 def refuse_with_resume(resume, **given) -> None:
     """--resume finishes a run with its recorded settings: options that would change them are refused."""
-    named = [name for name, value in given.items() if value not in (None, False, [], ())]
+    named = [name for name, value in given.items()  # given: not None, False or empty (0 is given: --seed 0)
+             if value is not None and value is not False and not (isinstance(value, (list, tuple)) and not value)]
     if resume is not None and named:
         fail(f"--resume {resume} takes the run's recorded settings; drop {', '.join(named)}")
 

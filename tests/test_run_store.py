@@ -1220,7 +1220,7 @@ def test_plugin_faults_are_one_line_errors_naming_policy_seed_game_and_turn(tmp_
 def test_resume_refuses_run_settings_given_with_it(tmp_path):
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=500), out=out, workers=1)
-    for extra in (["-n", "10"], ["--seed", "3"], ["--rule", "grid=3"], ["--record-deals"], ["--chunk-size", "9"]):
+    for extra in (["-n", "10"], ["--seed", "3"], ["--seed", "0"], ["--rule", "grid=3"], ["--record-deals"], ["--chunk-size", "9"]):
         line = one_line_error(cli.invoke(app, ["run", "--resume", str(out), *extra]), 2)
         assert extra[0] in line
 
