@@ -225,3 +225,28 @@ def test_sat_conflicts_with_first_win_is_a_usage_error(tmp_path):
     done = cli.invoke(app, ["solve", "-n", "2", "--node-limit", "100", "-w", "1", "-q", "--out", str(tmp_path / "d")])
     again = cli.invoke(app, ["solve", "-n", "2", "--node-limit", "100", "-w", "1", "--out", str(tmp_path / "d")])
     assert done.exit_code == 0 and again.exit_code == 0 and "nothing was solved" in again.stdout, again.output
+
+
+def test_the_summary_names_the_sat_budget_when_the_node_limit_lets_the_questions_be_asked(tmp_path):
+    # The questions come once the search has used SAT_AFTER nodes: a node limit of exactly that many asks
+    # them (deal 7's best found goes from 22 to 23), so the summary's settings line must say so; one node
+    # fewer asks none, and the line leaves the budget out.
+    from sim.jobs.solve import SolveSummary
+    from sim.solver.solver import SAT_AFTER, SAT_CONFLICTS
+
+    deck = sim.deal(0, 7)
+    asked = sim.solve(deck, node_limit=SAT_AFTER, split_after=0)
+    alone = sim.solve(deck, node_limit=SAT_AFTER, split_after=0, sat_conflicts=0)
+    assert asked.score > alone.score
+
+    def header(node_limit):
+        options = {"first_win": False, "node_limit": node_limit, "time_limit": None, "split_after": 8_000_000,
+                   "sat_conflicts": SAT_CONFLICTS}
+        s = SolveSummary(path=tmp_path, deals=1, won=1, lost=0, unresolved=0, winnable_low=0.0, winnable_high=1.0,
+                         proven=0, score_counts=((23, 1, 0),), mean_score=23.0, mean_proven=None, mean_bound=24.0,
+                         median_seconds=None, p99_seconds=None, median_nodes=None, p99_nodes=None, seconds=1.0,
+                         deals_per_s=1.0, status="complete", options=options)
+        return s.lines()[0]
+
+    assert header(SAT_AFTER).endswith(f"(best score; node limit {SAT_AFTER}, sat conflicts {SAT_CONFLICTS})")
+    assert header(SAT_AFTER - 1).endswith(f"(best score; node limit {SAT_AFTER - 1})")

@@ -408,7 +408,8 @@ class SolveSummary:
         d = self.deals or 1
         digits = max(2, len(str(self.deals)) - 3)  # enough to tell the interval's ends apart
         pct = lambda k: f"{k / d:.{digits}%}"  # noqa: E731
-        asks = self.options.get("node_limit") is None or self.options["node_limit"] > SAT_AFTER  # see --sat-conflicts
+        # The questions come once the search has used SAT_AFTER nodes, so a limit of exactly that many asks them.
+        asks = self.options.get("node_limit") is None or self.options["node_limit"] >= SAT_AFTER
         limits = ", ".join(f"{k.replace('_', ' ')} {v:g}" if isinstance(v, float) else f"{k.replace('_', ' ')} {v}"
                            for k, v in self.options.items()
                            if k not in ("first_win", "split_after") and v is not None
