@@ -869,12 +869,11 @@ def tune(
             write_json_atomic(out, data)
         except OSError as e:
             fail(f"cannot write {out}: {e.strerror or e}", 1)
-    lo, hi = result.validation_interval
     below = bool(result.train_win_rate < result.baseline_win_rate)
     if fmt == "json":
         typer.echo(json.dumps({**data, "below_baseline": below, "out": None if out is None else str(out)}, indent=2))
     else:
-        _tune_text(result, data, train, lo, hi, below)
+        _tune_text(result, train, below)
     if below:
         say(f"warning: the tuned weights win fewer training games than the default weights "
             f"({fmt_pct(result.train_win_rate)} against {fmt_pct(result.baseline_win_rate)}); more games (-n) or "
@@ -883,10 +882,13 @@ def tune(
         say(f"wrote {out}", quiet)
 
 
-def _tune_text(result, data: dict, train: str, lo: float, hi: float, below: bool) -> None:
-    """`sim tune`'s result as text: the weights, then the baseline, train and validation win rates."""
+def _tune_text(result, train: str, below: bool) -> None:
+    """`sim tune`'s result as text: the weights, then the baseline, train (on `train`, the training deals) and
+    validation win rates."""
     from sim.analysis.tables import count as plural, fmt_pct
 
+    data = result.as_json()
+    lo, hi = result.validation_interval
     typer.echo("weights:" if result.chosen == "mean" else
                f"weights (the best vector played: the mean of the last round's elite won "
                f"{fmt_pct(result.mean_train_win_rate)} of the training games):")

@@ -50,18 +50,14 @@ def _raw_decks(path: Path, data: bytes) -> list:
     raise ValueError(f"{path}: unknown deal file type {suffix!r}; use .parquet or .jsonl")
 
 
-def load_deals(path) -> np.ndarray:
-    """Every deck of the file as an (n, 40) uint8 array, each validated.
-
-    Game i is row i. A bad deck raises ValueError with its row number and what is wrong.
-    """
-    return read_deals(path)[0]
-
-
 def read_deals(path) -> tuple[np.ndarray, str]:
-    """(`load_deals`' decks, the SHA-256 of the bytes they were read from), from one read of the file: a file
-    replaced while it is read (a large one takes seconds) is never recorded with the digest of other decks than
-    those played, nor taken for the recorded one on resume."""
+    """Every deck of the file as an (n, 40) uint8 array, each validated, and the SHA-256 of the bytes they were
+    read from.
+
+    Game i is row i. A bad deck raises ValueError with its row number and what is wrong. One read of the file
+    gives both: a file replaced while it is read (a large one takes seconds) is never recorded with the digest
+    of other decks than those played, nor taken for the recorded one on resume.
+    """
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"deal file {str(path)!r} is a directory, not a file of decks")
