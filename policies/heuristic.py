@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
-from policies.params import Param
+from policies.params import Param, short_repr
 
 from sim.kernels import (
     COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW, OCCUPIED,
@@ -101,7 +101,7 @@ def _weight(value, where: str) -> float:
     try:
         return float(value)
     except OverflowError:  # JSON's integers have no bound
-        raise ValueError(f"weights file {where}: {repr(value)[:20]}... is not a finite number") from None
+        raise ValueError(f"weights file {where}: {short_repr(value)} is not a finite number") from None
 
 
 def _is_number(text: str) -> bool:

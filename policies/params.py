@@ -10,6 +10,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 
+def short_repr(value) -> str:
+    """A weights or values file's entry for an error line: a long one (JSON's integers have no bound) cut to its
+    start."""
+    text = repr(value)
+    return text if len(text) <= 24 else text[:20] + "..."
+
+
 @dataclass(frozen=True)
 class Param:
     """One parameter a policy takes from ``--policy-arg NAME=VALUE``."""

@@ -63,7 +63,7 @@ from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
 from policies.heuristic import nibble, stock_prefix, ups_after
-from policies.params import Param, integer, number
+from policies.params import Param, integer, number, short_repr
 from sim.kernels import (
     BAND_COLS, BAND_ROWS, CELLS, COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL,
     MIN_ROW, OCCUPIED, OPEN, PILES, RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN,
@@ -164,7 +164,7 @@ def validate_values(data, where: str) -> list[float]:
     loss = data.get("loss", 0.0)
     for v in weights + [loss]:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v):
-            raise ValueError(f"values file {where}: {_short(v)} is not a finite number")
+            raise ValueError(f"values file {where}: {short_repr(v)} is not a finite number")
     if loss > 0:  # worth more than some positions: planner would lose deals on purpose
         raise ValueError(f"values file {where}: loss {loss!r} is above 0 (a lost deal is worth at most its score "
                          f"of 0, as in sim train --loss)")
@@ -177,12 +177,6 @@ def _finite(v: int | float) -> bool:
         return math.isfinite(v)
     except OverflowError:
         return False
-
-
-def _short(v) -> str:
-    """`v` for an error line: a long one cut to its start."""
-    text = repr(v)
-    return text if len(text) <= 24 else text[:20] + "..."
 
 
 def read_values(path: str | Path | None = None) -> dict:

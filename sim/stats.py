@@ -158,6 +158,12 @@ def mean_interval_from_counts(counts: dict[int, int] | list[tuple[int, int]],
     return (mean, *mean_interval(mean, var, total))
 
 
+def score_per_deal(wins: int, mean_score: float | None, games: int) -> float:
+    """Mean score over all the games, a lost game counting 0 (what a player scores per deal dealt), from the
+    mean score of the won ones."""
+    return wins * mean_score / games if wins else 0.0
+
+
 def pct_text(x: float, digits: int = 2, signed: bool = False) -> str:
     """A share as a percentage with `digits` decimals, or more near 0 and 100%: two significant digits of the
     distance, so a share that is not 0 or 1 never reads 0% or 100% (4e-6 is "0.00040%", 0.99996 "99.9960%").

@@ -11,6 +11,7 @@ from sim.analysis.tables import Table, count, fmt_ci, fmt_int, fmt_num, fmt_pct,
 from sim.engine.rules import Rules
 from sim.jobs import runner
 from sim.jobs.runner import UsageError
+from sim.stats import score_per_deal
 
 
 def parse_sweep_options(items: list[str]) -> list[tuple[str, list[str]]]:
@@ -75,7 +76,7 @@ class SweepRow:
     @property
     def score_per_deal(self) -> float:
         """Mean score over all its games, a lost game counting 0 (what a player scores per deal dealt)."""
-        return self.wins * self.mean_score / self.games if self.wins else 0.0
+        return score_per_deal(self.wins, self.mean_score, self.games)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import polars as pl
 
 from policies import BUILTIN, data_files
 from sim.fielddocs import documented
-from sim.stats import pct_text, wilson
+from sim.stats import pct_text, score_per_deal, wilson
 from sim.engine.results import end_enum, games_table
 from sim.engine.rules import Rules
 from sim.jobs import runner
@@ -119,7 +119,7 @@ class RunSummary:
     @property
     def score_per_deal(self) -> float:
         """Mean score over all the games, a lost game counting 0 (what a player scores per deal dealt)."""
-        return self.wins * self.mean_score / self.games if self.wins else 0.0
+        return score_per_deal(self.wins, self.mean_score, self.games)
 
     def text(self) -> str:
         """The summary `sim run` prints."""
