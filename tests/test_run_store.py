@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -592,6 +593,31 @@ def test_force_on_a_run_keeps_files_the_run_does_not_own(tmp_path):
     assert r.exit_code == 0, r.output
     assert (out / "notes.txt").read_text() == "mine" and (out / "games" / "README").read_text() == "mine too"
     assert json.loads((out / "manifest.json").read_text())["seed"] == 2
+
+
+def test_every_rename_is_synced_in_its_folder_so_that_it_outlasts_a_power_loss(tmp_path, monkeypatch):
+    from sim.jobs import files
+
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=500), out=out, workers=1)
+    synced = []  # (inode, what the folder then held) of each folder synced
+    fsync = os.fsync
+
+    def record(fd):
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            synced.append((st.st_ino, sorted(os.listdir(fd))))
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", record)
+    files.write_atomic(out / "notes.txt", lambda tmp: Path(tmp).write_text("mine"))
+    assert (out.stat().st_ino, sorted(os.listdir(out))) in synced, "the new name is synced"
+    synced.clear()
+    r = cli.invoke(app, ["run", "-n", "400", "--seed", "2", "--out", str(out), "--force", "-q", "-w", "1"])
+    assert r.exit_code == 0, r.output
+    aside = [names for ino, names in synced if ino == out.stat().st_ino and runner.MANIFEST not in names]
+    assert aside, "the manifest's move aside is synced before the parts follow it"
+    assert any(ino == (out / "games").stat().st_ino for ino, _ in synced), "the parts' moves are synced"
 
 
 def test_force_with_a_policy_that_fails_to_compile_keeps_the_run_it_would_replace(tmp_path):

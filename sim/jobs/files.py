@@ -16,7 +16,12 @@ def temp_path(path: Path) -> Path:
 
 
 def write_atomic(path: Path, write) -> None:
-    """Call write(tmp_path), fsync, then rename onto `path` (atomic on POSIX)."""
+    """Call write(tmp_path), fsync, then rename onto `path` (atomic on POSIX), and fsync the folder.
+
+    The rename is an entry in the folder: until the folder is synced, a power
+    loss can take the new name back, leaving a manifest that names a part
+    which is gone.
+    """
     path = Path(path)
     tmp = temp_path(path)
     try:
@@ -27,6 +32,16 @@ def write_atomic(path: Path, write) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    sync_folder(path.parent)
+
+
+def sync_folder(folder: Path) -> None:
+    """fsync a folder, so that the renames and new names in it outlast a power loss."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def make_folders(folder: Path) -> list[Path]:

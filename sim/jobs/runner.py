@@ -34,7 +34,7 @@ from sim import kernels as K
 from sim.engine.cards import MAX_GAME, check_seed
 from sim.jobs.deal_files import file_digest, read_deals
 from sim.jobs.executors import Executor, ExecutorError, check_reachable, make_executor
-from sim.jobs.files import TMP_MARK, make_folders, remove_folders, remove_temp_files, write_atomic, write_json_atomic
+from sim.jobs.files import TMP_MARK, make_folders, remove_folders, remove_temp_files, sync_folder, write_atomic, write_json_atomic
 from sim.jobs.pool import TaskFailed
 from sim.errors import Interrupted, PolicyError, RunError, UsageError, magnitude, parse_count, whole
 from sim.version import __version__
@@ -1031,11 +1031,13 @@ def _set_aside(run_dir: Path) -> None:
     aside = run_dir / ASIDE
     (aside / GAMES).mkdir(parents=True, exist_ok=True)
     os.replace(run_dir / MANIFEST, aside / MANIFEST)
+    _sync_folders(run_dir, aside)  # the order above outlasts a power loss too
     for path in _own_parts(run_dir / GAMES):
         if TMP_MARK in path.name:  # the writer's lock is held: no other process is writing it
             path.unlink()
         else:
             os.replace(path, aside / GAMES / path.name)
+    _sync_folders(run_dir / GAMES, aside / GAMES)
 
 
 def _put_back(run_dir: Path, new_parts: bool = False) -> None:
@@ -1053,9 +1055,18 @@ def _put_back(run_dir: Path, new_parts: bool = False) -> None:
             path.unlink()
     for path in _own_parts(aside / GAMES):
         os.replace(path, run_dir / GAMES / path.name)
+    _sync_folders(run_dir, run_dir / GAMES, aside / GAMES)
     if (aside / MANIFEST).exists():
         os.replace(aside / MANIFEST, run_dir / MANIFEST)
+        _sync_folders(run_dir, aside)
     _drop_aside(run_dir)
+
+
+def _sync_folders(*folders: Path) -> None:
+    """`sync_folder` each of `folders` that exists (a run's games/ may not yet)."""
+    for folder in folders:
+        if folder.is_dir():
+            sync_folder(folder)
 
 
 def _drop_aside(run_dir: Path) -> None:
