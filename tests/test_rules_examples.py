@@ -7,6 +7,7 @@ A card is written (rank, face_up). Also here: legal-cell shapes under the rule
 options, and the ValueErrors for invalid Rules, decks and cells.
 """
 
+import numpy as np
 import pytest
 
 import reference  # tests/reference.py (conftest.py puts tests/ on sys.path)
@@ -292,3 +293,15 @@ def test_valid_deck_as_tuple_list_and_any_order():
     b = sim.play(list(GOOD))
     assert a == b
     assert sim.play(sorted(GOOD)).cards_played >= 1
+
+
+@pytest.mark.parametrize("bad, words", [(11, ["row 2:", "card 4 (index 3) is 11"]),
+                                        (0, ["row 2:", "card 4 (index 3) is 0"])])
+def test_invalid_decks_array_names_the_row_of_a_bad_rank(bad, words):
+    decks = np.array([GOOD, GOOD, GOOD])
+    decks[2, 3] = bad
+    with pytest.raises(ValueError) as exc:
+        sim.play_decks(decks)
+    for w in words:
+        assert w in str(exc.value)
+

@@ -69,6 +69,14 @@ def validate_deck(deck) -> np.ndarray:
     return np.array(ranks, dtype=np.uint8)
 
 
+def _check_row(decks: np.ndarray, row: int) -> None:
+    """validate_deck on one row of `decks`, its error naming the row."""
+    try:
+        validate_deck(decks[row].tolist())
+    except ValueError as e:
+        raise ValueError(f"row {row}: {e}") from None
+
+
 def validate_decks(decks: np.ndarray) -> np.ndarray:
     """Check an (n, 40) array of decks at once; ValueError naming the first bad row."""
     decks = np.asarray(decks)
@@ -76,15 +84,10 @@ def validate_decks(decks: np.ndarray) -> np.ndarray:
         raise ValueError(f"decks must be an (n, 40) array, not shape {decks.shape}")
     bad_rank = (decks < 1) | (decks > K.RANKS)
     if bad_rank.any():
-        row = int(np.argmax(bad_rank.any(axis=1)))
-        validate_deck(decks[row].tolist())  # raises with the detail
+        _check_row(decks, int(np.argmax(bad_rank.any(axis=1))))
     d = decks.astype(np.int64)
     counts = np.stack([(d == r).sum(axis=1) for r in range(1, K.RANKS + 1)], axis=1)
     bad = (counts != K.COPIES).any(axis=1)
     if bad.any():
-        row = int(np.argmax(bad))
-        try:
-            validate_deck(decks[row].tolist())
-        except ValueError as e:
-            raise ValueError(f"row {row}: {e}") from None
+        _check_row(decks, int(np.argmax(bad)))
     return decks.astype(np.uint8)
