@@ -305,3 +305,13 @@ def test_invalid_decks_array_names_the_row_of_a_bad_rank(bad, words):
     for w in words:
         assert w in str(exc.value)
 
+
+def test_invalid_decks_array_of_non_integers_is_refused():
+    # sim.play refuses a float rank; an array of them must not be cut to integers (5.9 played as a 5).
+    floats = np.array([GOOD, GOOD], dtype=np.float64)
+    floats[1, np.flatnonzero(floats[1] == 5)[0]] = 5.9
+    with pytest.raises(ValueError, match=r"row 0: card 1 \(index 0\) is .*ranks are integers 1\.\.10"):
+        sim.play_decks(floats)
+    with pytest.raises(ValueError, match="row 0: card 1"):
+        sim.play_decks(np.array([[str(r) for r in GOOD]]))
+    assert sim.play_decks(np.array([GOOD], dtype=np.int64)).cards_played[0] == sim.play(GOOD).cards_played

@@ -78,10 +78,18 @@ def _check_row(decks: np.ndarray, row: int) -> None:
 
 
 def validate_decks(decks: np.ndarray) -> np.ndarray:
-    """Check an (n, 40) array of decks at once; ValueError naming the first bad row."""
+    """Check an (n, 40) array of decks at once; ValueError naming the first bad row.
+
+    Ranks are integers, as for `validate_deck`: an array of floats, bools or
+    text is checked row by row as it holds them, so that a 5.9 is refused
+    rather than played as a 5.
+    """
     decks = np.asarray(decks)
     if decks.ndim != 2 or decks.shape[1] != K.DECK_SIZE:
         raise ValueError(f"decks must be an (n, 40) array, not shape {decks.shape}")
+    if decks.dtype.kind not in "iu":
+        for row in range(decks.shape[0]):
+            _check_row(decks, row)
     bad_rank = (decks < 1) | (decks > K.RANKS)
     if bad_rank.any():
         _check_row(decks, int(np.argmax(bad_rank.any(axis=1))))
