@@ -30,7 +30,7 @@ class GameResult:
     won: bool
     """True when the game ended with a full grid and every top card face up."""
     score: int | None
-    """Cards left in the stock at a win (0..24); None for a lost game."""
+    """Cards left in the stock at a win (0..24 under the default rules, up to 36 with `grid=2`); None for a lost game."""
     cards_played: int
     """Cards placed on the table."""
     face_down: int
