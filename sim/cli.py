@@ -405,7 +405,7 @@ def deal(
 
 @app.command()
 def replay(
-    seed: SeedOpt = 0,
+    seed: SeedOpt = None,
     game: GameOpt = 0,
     policy: Annotated[Optional[list[str]], typer.Option(
         "--policy", "-p", metavar="SPEC", show_default=False,
@@ -433,8 +433,9 @@ def replay(
     check_policy(*policies)
     if len(set(policies)) < len(policies):
         fail("a --policy is given twice")
-    if run is not None and (seed or deck is not None or rule or policy_arg):
+    if run is not None and (seed is not None or deck is not None or rule or policy_arg):  # --seed 0 is given too
         fail("--seed, --deck, --rule and --policy-arg do not go with --run: the run records them")
+    seed = 0 if seed is None else seed
     check_outputs(None, html)
     rules, args = parse_rules(rule), parse_policy_args(policy_arg)
     from sim.analysis.replay import format_replay, replay as replay_game, replay_run, run_plugin_named

@@ -92,6 +92,7 @@ def test_a_game_that_plays_otherwise_now_is_refused(random_run, monkeypatch):
 @pytest.mark.parametrize("args,says", [
     (["--game", "12"], "holds no game 12"),
     (["--seed", "3"], "do not go with --run"),
+    (["--seed", "0"], "do not go with --run"),  # 0 is a seed given (the run's is 5), not the option left out
     (["--rule", "grid=3"], "do not go with --run"),
 ])
 def test_replay_run_refuses_what_the_run_does_not_hold_or_already_records(random_run, args, says):
