@@ -713,7 +713,7 @@ def compare(
     runs: Annotated[Optional[list[Path]], typer.Argument(metavar="[RUN...]", help="Existing run directories to compare (same seed and deals; sizes may differ).", show_default=False)] = None,
     policy: Annotated[Optional[list[str]], typer.Option("--policy", "-p", metavar="SPEC", help="Play this policy (repeat: at least two).")] = None,
     n: Annotated[Optional[str], typer.Option("-n", metavar="N", help="Games per policy: 1e6, 2.5e5, 1_000_000.")] = None,
-    seed: SeedOpt = 0,
+    seed: SeedOpt = None,
     rule: RuleOpt = None,
     workers: WorkersOpt = None,
     force: ForceOpt = False,
@@ -753,11 +753,15 @@ def compare(
         if policy:
             if n is None:
                 fail("-n is required with --policy (e.g. -n 1e6)")
+            seed = 0 if seed is None else seed
             result = cmp.compare_policies(policy, _count(n), seed=seed, rules=parse_rules(rule),
                                           policy_args=parse_policy_args(policy_arg), say_reused=not quiet, **how)
         else:
-            if n is not None or rule or record_deals or force or workers is not None:
-                fail("-n, --rule, --workers, --force and --record-deals go with --policy, not with run directories")
+            # The runs record their seed and policy arguments: a --seed (0 too) or --policy-arg would be ignored.
+            if (n is not None or seed is not None or rule or policy_arg or record_deals or force
+                    or workers is not None):
+                fail("-n, --seed, --rule, --policy-arg, --workers, --force and --record-deals go with --policy, "
+                     "not with run directories")
             result = cmp.compare_runs(runs)
         reports = cmp.arm_reports(result) if png is not None or html is not None else []
     from sim.analysis import html as pages, plots

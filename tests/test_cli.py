@@ -195,6 +195,19 @@ def test_resume_refuses_a_policy_arg(tmp_path):
     assert r.stderr.strip() == f"Error: --resume {out} takes the run's recorded settings; drop --policy-arg"
 
 
+@pytest.mark.parametrize("option", [["--seed", "0"], ["--seed", "3"], ["--policy-arg", "samples=3"]])
+def test_compare_of_run_directories_refuses_options_the_runs_record(tmp_path, option):
+    # The runs' seed and policy arguments are their manifests': a --seed (0 included) or a --policy-arg given
+    # with run directories would be ignored without a word.
+    for policy in ("greedy", "random"):
+        sim.run(sim.RunConfig(policy=policy, n=20, seed=3), out=tmp_path / policy, workers=1)
+    r = invoke("compare", str(tmp_path / "greedy"), str(tmp_path / "random"), *option)
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and option[0] in lines[0] and "not with run directories" in lines[0], r.stderr
+    assert invoke("compare", str(tmp_path / "greedy"), str(tmp_path / "random")).exit_code == 0
+
+
 def test_ls_lists_runs_with_damaged_manifests_as_damaged(tmp_path):
     for name in ("good", "started", "bad", "list"):
         sim.run(sim.RunConfig(n=50), out=tmp_path / name, workers=1)
