@@ -1080,10 +1080,11 @@ def solve(
                  "question")
     with library_errors(verbose):
         if resume is not None:
-            from sim.analysis.report import is_solve_run
-            from sim.jobs.resume import finish_command, resume as resume_run
+            from sim.jobs.play import PLAY
+            from sim.jobs.resume import finish_command, job_of, resume as resume_run
 
-            if not is_solve_run(resume) and (resume / "manifest.json").exists():
+            # A game run is sent to `sim run --resume`; a folder that holds no run, or a damaged one, is said so.
+            if job_of(resume) is PLAY:
                 fail(f"{resume} is not a solve run; finish a game run with: {finish_command(resume)}")
             summary = resume_run(resume, workers=workers, progress=how["progress"], notify=how["notify"],
                                  executor=executor if executor != "local" or scheduler else None,

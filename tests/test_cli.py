@@ -208,6 +208,17 @@ def test_compare_of_run_directories_refuses_options_the_runs_record(tmp_path, op
     assert invoke("compare", str(tmp_path / "greedy"), str(tmp_path / "random")).exit_code == 0
 
 
+@pytest.mark.parametrize("manifest,says", [("{", "cannot read"), ("[1, 2]", "is not the manifest of a foursquare-sim run")])
+def test_solve_resume_of_a_damaged_run_says_so_and_sends_it_nowhere(tmp_path, manifest, says):
+    # A manifest that cannot be read is no game run: `sim run --resume` would refuse it the same way.
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "manifest.json").write_text(manifest)
+    r = invoke("solve", "--resume", str(tmp_path / "r"))
+    assert r.exit_code in (1, 2), r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0] and "sim run --resume" not in lines[0], r.stderr
+
+
 def test_ls_lists_runs_with_damaged_manifests_as_damaged(tmp_path):
     for name in ("good", "started", "bad", "list"):
         sim.run(sim.RunConfig(n=50), out=tmp_path / name, workers=1)
