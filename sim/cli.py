@@ -312,7 +312,7 @@ def check_out_file(out: Path | None, kind: str, ours) -> None:
         fail(f"--out {out} is a directory; give a file name")
     if not parent.is_dir():
         fail(f"--out {out}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+    if out.exists() and not os.access(out, os.W_OK):
         fail(f"--out {out} is not writable")
     from sim.analysis.datasets import run_holding
 
@@ -321,6 +321,7 @@ def check_out_file(out: Path | None, kind: str, ours) -> None:
         fail(f"--out {out} lies in the run directory {run_dir}; give a file outside it")
     if out.exists() and not _holds(out, ours):
         fail(f"--out {out} exists and is not a {kind}; give a new file name")
+    _check_writable_folder("--out", parent)  # a file made there, as for --html: os.access lets root pass /proc
 
 
 def _holds(path: Path, ours) -> bool:

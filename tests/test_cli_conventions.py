@@ -374,6 +374,17 @@ def test_tune_and_train_check_their_out_file_before_any_work(tmp_path, command):
 
 
 @pytest.mark.parametrize("command", ["tune", "train"])
+def test_tune_and_train_refuse_an_out_file_in_a_folder_no_one_can_write_before_any_work(command):
+    # os.access says yes to root for /proc, where no file can be made: the whole search ran, then failed to write.
+    if not Path("/proc/self").is_dir():
+        pytest.skip("no /proc here")
+    work = ["-n", "10", *SMALL_TUNE, "-w", "1"] if command == "tune" else ["-n", "5", "--rounds", "1", "--validation-n", "5"]
+    r = invoke(command, *work, "-o", "/proc/w.json")
+    assert one_line_error(r) == "Error: --out: cannot write in /proc: No such file or directory"
+    assert r.stdout == ""
+
+
+@pytest.mark.parametrize("command", ["tune", "train"])
 def test_tune_and_train_replace_only_their_own_file_and_write_nothing_into_a_run(tmp_path, command):
     # `--out results/<run>/manifest.json` used to replace the run's manifest (the run unreadable).
     small = {"tune": ["-n", "10", *SMALL_TUNE, "-w", "1"], "train": ["-n", "5", "--rounds", "1", "--validation-n", "5"]}
