@@ -391,3 +391,13 @@ def test_asking_who_writes_a_run_never_drops_this_process_lock(tmp_path):
         other = subprocess.run([sys.executable, "-c", take, str(tmp_path / "r")], capture_output=True, text=True)
         assert other.stdout.strip() == "refused", other.stdout + other.stderr
     assert runner.writer_pid(tmp_path / "r") is None
+
+
+def test_more_games_than_a_deal_file_holds_is_refused_counting_its_decks(tmp_path):
+    for count, said in ((1, "1 deck in"), (3, "3 decks in")):
+        deals = tmp_path / f"{count}.jsonl"
+        deals.write_text("".join(json.dumps({"deck": [int(r) for r in sim.deal(3, g)]}) + "\n" for g in range(count)))
+        r = invoke("run", "-n", "5", "--deals", str(deals), "-o", str(tmp_path / f"r{count}"), "-q")
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.output
+        assert f"n 5 is more than the {said} {deals}" in r.stderr
+        assert not (tmp_path / f"r{count}").exists()

@@ -175,7 +175,7 @@ def checked_rows(config):
     if n > MAX_GAME + 1:
         raise UsageError(f"n {magnitude(n)} is more than the 2**63 games a seed has", "n")
     if decks is not None and n > len(decks):
-        raise UsageError(f"n {n} is more than the {len(decks)} decks in {config.deals}", "n")
+        raise UsageError(f"n {n} is more than the {len(decks)} deck{'' if len(decks) == 1 else 's'} in {config.deals}", "n")
     return replace(config, n=int(n)), decks
 
 
