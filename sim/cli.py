@@ -575,9 +575,25 @@ def check_outputs(png: Path | None, html: Path | None) -> None:
         fail(f"--png takes a directory, where each figure is written as NAME.png; {str(png)!r} is a file name")
     if html is not None and html.is_dir():
         fail(f"--html takes a file name; {str(html)!r} is a directory")
+    check_not_a_run_file(html)
     for option, folder in (("--png", png), ("--html", None if html is None else html.parent)):
         if folder is not None:
             _check_writable_folder(option, folder)
+
+
+def check_not_a_run_file(html: Path | None) -> None:
+    """--html may not replace a file a run keeps (its manifest, lock, parts, or the run --force set aside): the
+    page would leave the run unreadable. A page beside them in the run's folder is the user's, as --force leaves
+    it. Checked before any work and again before writing, when a run just played may hold the file."""
+    if html is None:
+        return
+    from sim.analysis.datasets import run_holding
+    from sim.jobs.runner import ASIDE, GAMES, LOCK, MANIFEST
+
+    run_dir = run_holding(html)
+    if run_dir is not None and html.resolve().relative_to(run_dir).parts[0] in (MANIFEST, LOCK, GAMES, ASIDE):
+        fail(f"--html {html} is a file of the run in {run_dir}; give a file name outside its {MANIFEST} and "
+             f"{GAMES}/")
 
 
 def _check_writable_folder(option: str, folder: Path) -> None:
@@ -616,6 +632,7 @@ def write_outputs(png: Path | None, html: Path | None, figures, page, quiet: boo
                 say(f"wrote {save_png(fig, target)}", quiet)
         target = html
         if html is not None:
+            check_not_a_run_file(html)
             say(f"wrote {write_page(html, page(drawn))}", quiet)
     except OSError as e:
         fail(f"cannot write {target}: {e.strerror or e}", 1)

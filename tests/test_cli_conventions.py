@@ -411,6 +411,28 @@ def test_tune_and_train_replace_only_their_own_file_and_write_nothing_into_a_run
         assert r.exit_code == 0, r.output
 
 
+def test_a_page_never_replaces_a_file_of_a_run(tmp_path, monkeypatch):
+    # `--html results/<run>/manifest.json` wrote the page over the run's manifest (the run unreadable), after the
+    # sweep had played: the same with a run the sweep itself played into that folder.
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "results" / "greedy-seed0-n20"
+    assert invoke("run", "-n", "20", "-w", "1", "-q").exit_code == 0
+    kept = {p: p.read_bytes() for p in (run / "manifest.json", run / "games" / "part-00000.parquet")}
+    sweep = ("sweep", "-n", "20", "--rule", "max_face_down=3,4", "-w", "1", "-q")
+    for page in kept:
+        line = one_line_error(invoke(*sweep, "--html", page))
+        assert line.startswith(f"Error: --html {page} is a file of the run in {run}"), line
+        assert one_line_error(invoke("report", run, "--html", page)) == line
+    new = tmp_path / "results" / "greedy-seed0-n20-max_face_down3" / "manifest.json"  # played by the sweep
+    line = one_line_error(invoke(*sweep, "--html", new))
+    assert line.startswith(f"Error: --html {new} is a file of the run in {new.parent}"), line
+    assert {p: p.read_bytes() for p in kept} == kept and json.loads(new.read_text())["status"] == "complete"
+    assert invoke("report", run, new.parent, "-q").exit_code == 0
+    from sim.cli import check_not_a_run_file
+
+    check_not_a_run_file(run / "report.html")  # a page of the user's own in the run's folder is fine
+
+
 @pytest.mark.parametrize("command", ["tune", "train"])
 def test_tune_and_train_refuse_a_seed_past_the_largest_before_any_work(command, monkeypatch):
     import sim.analysis.tune
