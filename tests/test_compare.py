@@ -346,6 +346,18 @@ def test_a_sweeps_n_is_marked_required(tmp_path, monkeypatch):
     assert missing.exit_code == 2 and "-n" in missing.stderr and not (tmp_path / "results").exists()
 
 
+def test_a_file_where_the_runs_go_is_said_without_an_option_sweep_and_compare_lack(tmp_path, monkeypatch):
+    # A file named results made every run fail with "--out results/...: .../results is not a directory".
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").write_text("notes")
+    for args in (["sweep", "--rule", "max_pile=3,4"], ["compare", "--policy", "greedy", "--policy", "random"]):
+        res = cli.invoke(app, [*args, "-n", "20", "-w", "1", "-q"])
+        assert res.exit_code == 2 and res.stderr.startswith(f"Error: {tmp_path / 'results'} is not a directory, "), \
+            res.output
+        assert "--out" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert (tmp_path / "results").read_text() == "notes"
+
+
 def test_a_sweeps_json_gives_numbers_for_numeric_options(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     res = cli.invoke(app, ["sweep", "-n", "20", "--rule", "max_face_down=3,4", "--rule", "adjacency=orthogonal,king",

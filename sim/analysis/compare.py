@@ -744,6 +744,10 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
         unusable = runner.not_a_run_dir(out)
         if unusable:  # even with --force: what it holds is not a run's to replace
             raise UsageError(f"{unusable}, where the run of {_run_label(config)} goes; move it away")
+        above = next((p for p in out.absolute().parents if p.exists()), None)
+        if above is not None and not above.is_dir():  # said here: run's own words name --out, which these lack
+            raise UsageError(f"{above} is not a directory, and the run of {_run_label(config)} goes in {out}; "
+                             "move it away")
         action = "play"
         if (out / runner.MANIFEST).exists() and not force:  # an empty directory is played into
             with runner.writer_lock(out):  # no writer may be half way through it while it is checked
