@@ -7,6 +7,7 @@ absurd sizes and bad files are one-line errors; and after each fault a
 resumed run has exactly the rows of an uninterrupted one.
 """
 
+import errno
 import json
 import os
 import shutil
@@ -618,6 +619,22 @@ def test_every_rename_is_synced_in_its_folder_so_that_it_outlasts_a_power_loss(t
     aside = [names for ino, names in synced if ino == out.stat().st_ino and runner.MANIFEST not in names]
     assert aside, "the manifest's move aside is synced before the parts follow it"
     assert any(ino == (out / "games").stat().st_ino for ino, _ in synced), "the parts' moves are synced"
+
+
+def test_a_folder_its_file_system_cannot_sync_keeps_the_file_written_in_it(tmp_path, monkeypatch):
+    from sim.jobs import files
+
+    fsync = os.fsync
+
+    def no_folder_sync(fd):
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", no_folder_sync)
+    files.write_atomic(tmp_path / "notes.txt", lambda tmp: Path(tmp).write_text("mine"))
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
 
 
 def test_force_with_a_policy_that_fails_to_compile_keeps_the_run_it_would_replace(tmp_path):

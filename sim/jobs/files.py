@@ -36,10 +36,17 @@ def write_atomic(path: Path, write) -> None:
 
 
 def sync_folder(folder: Path) -> None:
-    """fsync a folder, so that the renames and new names in it outlast a power loss."""
+    """fsync a folder, so that the renames and new names in it outlast a power loss.
+
+    A file system that cannot sync a folder (EINVAL, as some network and FUSE
+    ones say) keeps the rename all the same: the write stands.
+    """
     fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
     finally:
         os.close(fd)
 

@@ -34,7 +34,9 @@ from sim import kernels as K
 from sim.engine.cards import MAX_GAME, check_seed
 from sim.jobs.deal_files import file_digest, read_deals
 from sim.jobs.executors import Executor, ExecutorError, check_reachable, make_executor
-from sim.jobs.files import TMP_MARK, make_folders, remove_folders, remove_temp_files, sync_folder, write_atomic, write_json_atomic
+from sim.jobs.files import (
+    TMP_MARK, make_folders, remove_folders, remove_temp_files, sync_folder, write_atomic, write_json_atomic,
+)
 from sim.jobs.pool import TaskFailed
 from sim.errors import Interrupted, PolicyError, RunError, UsageError, magnitude, parse_count, whole
 from sim.version import __version__
@@ -175,7 +177,8 @@ def checked_rows(config):
     if n > MAX_GAME + 1:
         raise UsageError(f"n {magnitude(n)} is more than the 2**63 games a seed has", "n")
     if decks is not None and n > len(decks):
-        raise UsageError(f"n {n} is more than the {len(decks)} deck{'' if len(decks) == 1 else 's'} in {config.deals}", "n")
+        decks_in = f"{len(decks)} deck{'' if len(decks) == 1 else 's'} in {config.deals}"
+        raise UsageError(f"n {n} is more than the {decks_in}", "n")
     return replace(config, n=int(n)), decks
 
 
