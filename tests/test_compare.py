@@ -438,3 +438,21 @@ def test_among_several_pairs_a_verdict_needs_the_holm_adjusted_p():
     assert pair.ahead == "a"
     adjusted = dataclasses.replace(pair, p_holm=0.18)
     assert adjusted.ahead is None and "adjusted for the number of pairs (Holm)" in adjusted.unclear
+
+
+def test_the_oracle_gets_only_its_own_policy_args_beside_another_policy(tmp_path, monkeypatch):
+    # A --policy-arg of the policy compared with the oracle was given to the oracle too, which refused it
+    # ("policy 'oracle' has no parameter weights"), in sim compare --policy and sim replay alike.
+    from sim.analysis.compare import policy_args_for
+
+    assert policy_args_for(["rollout", "oracle"], {"samples": "2", "nodes": "500"}) == {
+        "rollout": {"samples": "2"}, "oracle": {"nodes": "500"}}
+    monkeypatch.chdir(tmp_path)
+    args = ["--seed", "0", "--policy", "greedy", "--policy", "oracle", "--policy-arg", "nodes=500"]
+    r = cli.invoke(app, ["compare", *args, "--policy", "heuristic", "--policy-arg", "weights=default", "-n", "2",
+                         "-w", "1", "-q"])
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == [
+        "greedy-seed0-n2", "heuristic-weightsdefault-seed0-n2", "oracle-nodes500-seed0-n2"]
+    r = cli.invoke(app, ["replay", *args, "--policy", "heuristic", "--policy-arg", "weights=default", "--game", "1"])
+    assert r.exit_code == 0 and "policy: oracle nodes=500" in r.output, r.output

@@ -52,6 +52,7 @@ from sim.jobs.play import DEFAULT_CHUNK, RunConfig, args_setting, default_out, r
 from sim.jobs.resume import finish_command
 from sim.jobs.runner import RunError, UsageError
 from sim.players.api import resolve
+from sim.players.oracle import ORACLE_PARAMS
 from sim.stats import holm, mcnemar_exact, mean_interval, paired_difference_interval, wilson
 
 BATCH = 500_000
@@ -682,15 +683,16 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
 
 
 def policy_args_for(policy_names: list[str], policy_args: dict[str, str] | None) -> dict[str, dict[str, str]]:
-    """Give each policy the --policy-arg values it takes (a built-in's own parameters; all, for a plugin).
+    """Give each policy the --policy-arg values it takes (a built-in's or the oracle's own parameters; all, for a
+    plugin).
 
     An argument no policy takes is a usage error.
     """
     args = dict(policy_args or {})
     out, used = {}, set()
     for name in policy_names:
-        if name in policies.BUILTIN:
-            takes = {p.name for p in policies.get(name).params}
+        if name in policies.BUILTIN or name == "oracle":
+            takes = ORACLE_PARAMS if name == "oracle" else {p.name for p in policies.get(name).params}
             out[name] = {k: v for k, v in args.items() if k in takes}
         else:
             out[name] = dict(args)

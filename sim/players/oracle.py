@@ -21,12 +21,14 @@ ORACLE_NODES = 100_000
 ORACLE_ROW = ("oracle", "SEES THE STOCK: the best winning line the solver (sim solve) finds in `nodes` nodes, "
               "else greedy's game.", f"nodes={ORACLE_NODES}")
 """The oracle's line in `sim policies`."""
+ORACLE_PARAMS = frozenset({"nodes"})
+"""The --policy-arg names the oracle takes."""
 
 
 def oracle_options(policy_args: dict | None) -> int:
     """The oracle's node limit from its --policy-arg values (ValueError when bad)."""
     args = dict(policy_args or {})
-    unknown = set(args) - {"nodes"}
+    unknown = set(args) - ORACLE_PARAMS
     if unknown:
         raise ValueError(f"policy 'oracle' has no parameter {', '.join(sorted(unknown))}; it takes: nodes")
     text = str(args.get("nodes", ORACLE_NODES))
