@@ -49,6 +49,11 @@ WIN = 1e9
 """Value of a placement that wins."""
 LOSS = -1e9
 """Value of a placement that loses at once."""
+MAX_WEIGHT = 1e6
+"""The largest weight in size. No feature is larger than 72 in size (spread: 9 in each of 8 lines) and all
+together not above 174, so any other placement is valued within 1.74e8 of 0, never at WIN or LOSS: a win is
+always taken and a loss only when every cell loses, for any weights within it (larger ones could value an
+ordinary placement above a win or below a loss, or overflow to -inf or NaN for every cell, choosing none)."""
 
 # Default weights, produced by `sim tune --policy heuristic -n 40000 --seed 11`
 # (validation on seed 12: 85.29% of 40,000 games won).
@@ -92,6 +97,10 @@ def parse_weights(text: str) -> list[float]:
     bad = [f"{f}={v}" for f, v in zip(FEATURES, values) if not math.isfinite(v)]
     if bad:
         raise ValueError(f"weights must be finite numbers; {text} has {', '.join(bad)}")
+    big = [f"{f}={v:g}" for f, v in zip(FEATURES, values) if abs(v) > MAX_WEIGHT]
+    if big:
+        raise ValueError(f"weights must be numbers from {-MAX_WEIGHT:g} to {MAX_WEIGHT:g} (larger ones outweigh a "
+                         f"win or a loss); {text} has {', '.join(big)}")
     return values
 
 

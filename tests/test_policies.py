@@ -125,6 +125,22 @@ def test_a_weights_file_with_an_integer_too_large_for_a_float_is_refused(tmp_pat
         resolve("heuristic", {"weights": str(path)})
 
 
+def test_weights_so_large_that_a_placement_outweighs_a_win_or_a_loss_are_refused():
+    # A win is valued 1e9 and a loss -1e9: the default weights times 1e9, the same preferences, valued
+    # ordinary placements beyond them and played into losses (no game of 200 won against 169); larger ones
+    # overflowed to -inf for every cell, and heuristic returned no cell at all.
+    defaults = policies.heuristic.DEFAULT_WEIGHTS
+    for name in ("heuristic", "lookahead", "rollout"):
+        with pytest.raises(ValueError, match=f"^policy '{name}': weights must be numbers from -1e\\+06 to 1e\\+06 "
+                                             r".* has face_down=-3\.8167e\+09, to_open=-1\.66057e\+10,"):
+            resolve(name, {"weights": ",".join(str(w * 1e9) for w in defaults)})
+    # Up to the bound the choices are the defaults' (scaled by a power of two: every sum scales exactly).
+    scaled = defaults * 2.0 ** 15
+    assert max(abs(scaled)) <= policies.heuristic.MAX_WEIGHT
+    big = sim.play_range(5, 0, 40, "heuristic", policy_args={"weights": ",".join(map(repr, scaled.tolist()))})
+    assert big.to_polars().equals(sim.play_range(5, 0, 40, "heuristic").to_polars())
+
+
 def test_rollout_base_and_samples_matter():
     one = sim.play_range(6, 0, 6, "rollout", policy_args={"samples": "2", "base": "greedy"})
     two = sim.play_range(6, 0, 6, "rollout", policy_args={"samples": "2", "base": "greedy"})
