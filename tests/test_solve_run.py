@@ -1,6 +1,7 @@
 """`sim solve` (a job of sim.jobs.runner), `sim report` on it, and the oracle policy."""
 
 import json
+import re
 
 import numpy as np
 import polars as pl
@@ -250,3 +251,12 @@ def test_the_summary_names_the_sat_budget_when_the_node_limit_lets_the_questions
 
     assert header(SAT_AFTER).endswith(f"(best score; node limit {SAT_AFTER}, sat conflicts {SAT_CONFLICTS})")
     assert header(SAT_AFTER - 1).endswith(f"(best score; node limit {SAT_AFTER - 1})")
+
+
+@pytest.mark.parametrize("text,message", [("1e13", "nodes must be at most 1e12, not 10000000000000"),
+                                          ("99999999999999999999999", "nodes must be at most 1e12, not 1e+23"),
+                                          ("0", "nodes='0' is not a positive integer")])
+def test_the_oracle_s_nodes_beyond_its_bound_are_said_to_be_too_many(text, message):
+    # 1e13 was called "not a positive integer", which it is: the bound (1e12, as sim solve's) was not said.
+    with pytest.raises(ValueError, match=f"^policy 'oracle': {re.escape(message)}$"):
+        sim.play(sim.deal(0, 0), "oracle", policy_args={"nodes": text})

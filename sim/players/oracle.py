@@ -14,7 +14,7 @@ from sim.engine.cards import deal
 from sim.engine.loop import play_line
 from sim.engine.results import GameTrace
 from sim.engine.rules import Rules
-from sim.solver.solver import Solver, shared_solver, warm_up
+from sim.solver.solver import MAX_COUNT, Solver, shared_solver, too_large, warm_up
 
 ORACLE_NODES = 100_000
 """The oracle's default node limit per deal."""
@@ -34,10 +34,12 @@ def oracle_options(policy_args: dict | None) -> int:
     text = str(args.get("nodes", ORACLE_NODES))
     try:
         value = float(text.replace("_", ""))
-        nodes = int(value) if value.is_integer() else 0
-    except (ValueError, OverflowError):
-        nodes = 0
-    if not 1 <= nodes <= 10**12:
+    except ValueError:
+        value = 0.0
+    if value > MAX_COUNT:  # a positive integer still, which the error should not deny
+        raise ValueError(f"policy 'oracle': {too_large('nodes', value)}")
+    nodes = int(value) if value.is_integer() else 0
+    if nodes < 1:
         raise ValueError(f"policy 'oracle': nodes={text!r} is not a positive integer")
     return nodes
 
