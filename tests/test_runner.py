@@ -100,6 +100,27 @@ def test_a_resumed_run_s_speed_is_its_games_over_its_seconds_in_every_session(tm
     assert m["games_per_s"] == round(5000 / m["seconds"], 1)
 
 
+def test_a_resumed_run_s_summary_is_of_every_game_of_the_run_not_only_those_it_played(tmp_path, read_games):
+    # The resume plays one part of four; its summary's win rate (and interval, mean score, score per deal) is
+    # still over the run's 400 games, as `sim report` gives them, not the 100 this session played.
+    from sim.stats import wilson
+
+    out = tmp_path / "run"
+    sim.run(sim.RunConfig(policy="greedy", n=400, seed=3), workers=1, chunk_size=100, out=out)
+    (out / "games" / "part-00003.parquet").unlink()
+    m = json.loads((out / "manifest.json").read_text())
+    m["status"] = "incomplete"
+    (out / "manifest.json").write_text(json.dumps(m))
+    s = sim.resume(out, workers=1)
+    rows = read_games(out)
+    wins = int(rows["won"].sum())
+    assert s.status == "complete" and s.games == rows.height == 400 and s.wins == wins > 0
+    assert s.win_rate == pytest.approx(wins / 400)
+    assert (s.win_rate_low, s.win_rate_high) == pytest.approx(wilson(wins, 400))
+    assert s.mean_score == pytest.approx(rows["score"].drop_nulls().mean())
+    assert s.score_per_deal == pytest.approx(rows["score"].fill_null(0).sum() / 400)
+
+
 def test_manifest_lists_each_part_as_it_is_written(tmp_path, monkeypatch):
     # `sim report` on a long run still going reads the manifest: it must not wait for the end.
     monkeypatch.setattr(runner, "MANIFEST_EVERY", 0.0)
