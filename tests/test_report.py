@@ -178,6 +178,29 @@ def test_an_incomplete_run_is_reported_with_a_warning(runs, tmp_path):
     assert load_report(run_dir).games == N - missing
 
 
+def test_the_rates_of_a_run_are_over_the_games_its_parts_hold(runs, tmp_path):
+    # Win rate and score per deal (a lost game counting 0) over the games read, complete run or not: the games an
+    # incomplete run has not played yet are neither losses nor wins, so the manifest's n is no denominator.
+    run_dir = tmp_path / "partial"
+    shutil.copytree(runs[0], run_dir)
+    part = sorted((run_dir / "games").glob("*.parquet"))[-1]
+    part.unlink()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["status"] = "incomplete"
+    for key in ("parts", "part_info"):
+        manifest.get(key, {}).pop(part.name, None)
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    for path in (runs[0], run_dir):
+        df = pl.read_parquet(path / "games" / "*.parquet")
+        wins = int(df["won"].sum())
+        r = load_report(path)
+        assert r.games == df.height and r.wins == wins > 0
+        assert r.win_rate == pytest.approx(wins / df.height)
+        assert (r.win_rate_low, r.win_rate_high) == pytest.approx(wilson(wins, df.height))
+        assert r.score_per_deal == pytest.approx(df["score"].fill_null(0).sum() / df.height)
+    assert r.games < N and r.status == "incomplete"
+
+
 def test_not_a_run_is_a_one_line_usage_error(tmp_path):
     res = cli.invoke(app, ["report", str(tmp_path)])
     assert res.exit_code == 2
