@@ -114,6 +114,8 @@ def test_runs_of_different_sizes_pair_on_the_deals_both_played(tmp_path, read_ga
         rows = read_games(path)
         assert arm.games == rows.height == n and arm.wins == rows["won"].sum()
         assert arm.score_per_deal == pytest.approx(rows["score"].fill_null(0).cast(pl.Int64).sum() / n)
+        # The mean score is of the games won (a lost game has none): None when none was won.
+        assert arm.mean_score == (pytest.approx(rows["score"].mean()) if arm.wins else None)
         assert arm.games_per_core_s > 0
     by_pair = {(p.a, p.b): p for p in cmp.pairs}
     for (x, y), games in ((("heuristic", "greedy"), 600), (("heuristic", "random"), 900), (("greedy", "random"), 600)):
