@@ -621,17 +621,26 @@ def test_every_rename_is_synced_in_its_folder_so_that_it_outlasts_a_power_loss(t
     assert any(ino == (out / "games").stat().st_ino for ino, _ in synced), "the parts' moves are synced"
 
 
-def test_a_folder_its_file_system_cannot_sync_keeps_the_file_written_in_it(tmp_path, monkeypatch):
+@pytest.mark.parametrize("why", ["its file system cannot sync it", "it may be written but not read"])
+def test_a_folder_that_cannot_be_synced_keeps_the_file_written_in_it(tmp_path, monkeypatch, why):
     from sim.jobs import files
 
-    fsync = os.fsync
+    fsync, open_ = os.fsync, os.open
 
     def no_folder_sync(fd):
         if stat.S_ISDIR(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "Invalid argument")
         fsync(fd)
 
-    monkeypatch.setattr(os, "fsync", no_folder_sync)
+    def no_folder_read(path, flags, *args, **kwargs):  # as mode -wx is for anyone but root
+        if os.path.isdir(path):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return open_(path, flags, *args, **kwargs)
+
+    if why.startswith("its"):
+        monkeypatch.setattr(os, "fsync", no_folder_sync)
+    else:
+        monkeypatch.setattr(os, "open", no_folder_read)
     files.write_atomic(tmp_path / "notes.txt", lambda tmp: Path(tmp).write_text("mine"))
     assert (tmp_path / "notes.txt").read_text() == "mine"
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]

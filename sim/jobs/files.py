@@ -39,9 +39,13 @@ def sync_folder(folder: Path) -> None:
     """fsync a folder, so that the renames and new names in it outlast a power loss.
 
     A file system that cannot sync a folder (EINVAL, as some network and FUSE
-    ones say) keeps the rename all the same: the write stands.
+    ones say), or a folder that may be written but not read (mode -wx), keeps
+    the rename all the same: the write stands.
     """
-    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except PermissionError:
+        return
     try:
         os.fsync(fd)
     except OSError as e:
