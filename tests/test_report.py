@@ -219,3 +219,21 @@ def test_a_report_of_runs_that_cannot_be_paired_says_why_in_every_format(tmp_pat
         assert r.exit_code == 0 and f"No paired comparison: {why}" in " ".join(r.stdout.split()), r.stdout
     data = json.loads(cli.invoke(app, ["report", *runs, "--format", "json"]).stdout)
     assert data["unpaired"].startswith(why) and "comparison" not in data
+
+
+def test_runs_of_one_policy_with_other_arguments_are_told_apart(tmp_path):
+    # Rollout with 2 and with 3 playouts: the overview, the headers, the JSON and the figures' captions
+    # said "rollout" for both.
+    runs = [sim.run(sim.RunConfig(policy="rollout", n=10, policy_args=(("samples", k), ("base", "greedy"))),
+                    out=tmp_path / f"s{k}", workers=1).path for k in ("2", "3")]
+    res = cli.invoke(app, ["report", *map(str, runs)], env={"COLUMNS": "300"})
+    assert res.exit_code == 0, res.output
+    overview = res.stdout.split("\n\n")[0].splitlines()
+    assert [re.split(r"\s{2,}", line)[:2] for line in overview[3:5]] == [
+        ["s2", "rollout base=greedy samples=2"], ["s3", "rollout base=greedy samples=3"]]
+    assert "policy  rollout base=greedy samples=3   seed" in res.stdout
+    data = json.loads(cli.invoke(app, ["report", *map(str, runs), "-f", "json"]).stdout)
+    assert [r["policy_args"] for r in data["runs"]] == [{"samples": k, "base": "greedy"} for k in ("2", "3")]
+    from sim.analysis import plots
+
+    assert "s3 (rollout base=greedy samples=3, 10 games" in plots.run_caption([load_report(runs[1])])

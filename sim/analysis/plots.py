@@ -115,7 +115,7 @@ def _rules_words(rules: dict) -> str:
 
 def run_caption(reports) -> str:
     """What runs a figure shows: each run's directory with its policy, games, seed and rules."""
-    parts = [f"{r.name} ({r.policy}, {count(r.games, 'game')}, seed {r.seed}, {_rules_words(r.rules)})"
+    parts = [f"{r.name} ({r.player}, {count(r.games, 'game')}, seed {r.seed}, {_rules_words(r.rules)})"
              for r in reports]
     return ("run: " if len(parts) == 1 else "runs: ") + "; ".join(parts)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, rules_text
+from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, policy_text, rules_text
 from sim.jobs.files import TMP_MARK
 from sim.jobs.play import END_ENUM
 from sim.jobs.resume import finish_command
@@ -90,6 +90,14 @@ class RunReport:
     """(top cards face down at the end, lost games) for each value that occurs."""
     warnings: tuple[str, ...] = field(default=())
     """Why the figures may mislead (an incomplete run, missing games)."""
+    policy_args: dict = field(default_factory=dict)
+    """The policy's arguments (--policy-arg) as the manifest recorded them: two runs of one policy with other
+    arguments are other players."""
+
+    @property
+    def player(self) -> str:
+        """The policy with the arguments it played with ("rollout base=greedy samples=2"), as `sim ls` shows it."""
+        return policy_text(self.policy, self.policy_args)
 
     @property
     def name(self) -> str:
@@ -200,6 +208,7 @@ def load_report(run_dir: str | Path) -> RunReport:
         score_q3=quantile_from_counts(scores, 0.75), ends=ends,
         cards_played_wins=_pairs(wins_frame, "cards_played"), cards_played_losses=_pairs(loss_frame, "cards_played"),
         face_down_at_loss=_pairs(loss_frame, "face_down"), warnings=tuple(warnings),
+        policy_args=dict(m.get("policy_args") or {}),
     )
 
 
@@ -215,7 +224,7 @@ def header_lines(r: RunReport) -> list[str]:
     """The lines above a run's tables: directory, settings, status and deal source."""
     return [
         f"run     {r.path}",
-        f"policy  {r.policy}   seed {r.seed}   n {r.n:,}   rules {rules_text(r.rules)}   status {r.status}",
+        f"policy  {r.player}   seed {r.seed}   n {r.n:,}   rules {rules_text(r.rules)}   status {r.status}",
         f"deals   {r.deals}",
     ]
 
@@ -284,7 +293,7 @@ def face_down_table(r: RunReport) -> Table:
 def overview_table(reports: list[RunReport]) -> Table:
     """One line per run, for reports of several runs."""
     d = max(pct_digits(r.games) for r in reports)
-    rows = tuple((r.name, r.policy, rules_text(r.rules), fmt_int(r.games), fmt_int(r.wins), fmt_pct(r.win_rate, d),
+    rows = tuple((r.name, r.player, rules_text(r.rules), fmt_int(r.games), fmt_int(r.wins), fmt_pct(r.win_rate, d),
                   fmt_ci(r.win_rate_low, r.win_rate_high, d), fmt_num(r.score_mean),
                   fmt_num(r.score_median, 1), fmt_num(r.score_per_deal), r.status) for r in reports)
     return Table("Runs", ("run", "policy", "rules", "games", "wins", "win rate", "95% CI", "mean score",
