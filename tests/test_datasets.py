@@ -345,3 +345,18 @@ def test_report_of_a_solve_run_with_no_deal_done_and_of_a_run_being_written(tmp_
     with runner.writer_lock(Path("s")):
         r = invoke("report", "s")
     assert f"it is being written now (pid {os.getpid()})" in r.stdout and "finish it with" not in r.stdout
+
+
+@pytest.mark.parametrize("field,value", [("n", "lots"), ("seed", "zero")])
+def test_ls_says_which_manifest_field_is_damaged_as_report_does(tmp_path, field, value):
+    # A hand-edited n: `sim report` said "n is 'lots', not a whole number", `sim ls` Python's
+    # "invalid literal for int() with base 10: 'lots'".
+    run = sim.run(sim.RunConfig(n=5), out=tmp_path / "edited", workers=1).path
+    m = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**m, field: value}))
+    from sim.analysis.datasets import list_runs
+
+    (listing,) = list_runs(tmp_path)
+    assert listing.status == "damaged" and listing.problem == f"manifest.json: {field} is {value!r}, not a whole number"
+    report = invoke("report", str(run))
+    assert report.exit_code == 1 and listing.problem.split(": ", 1)[1] in report.stderr

@@ -193,11 +193,16 @@ def _unreadable(e: OSError) -> bool:
 
 
 def _listing(run_dir: Path, m: dict) -> RunListing:
-    """What `sim ls` shows of a run; a manifest field of the wrong type lists it as damaged."""
+    """What `sim ls` shows of a run; a manifest field of the wrong type lists it as damaged, in the words of
+    `sim report` ("n is 'lots', not a whole number") rather than Python's ("invalid literal for int()")."""
     try:
         return _checked_listing(run_dir, m)
     except (TypeError, ValueError, AttributeError, KeyError) as e:
-        return _damaged(run_dir, f"{MANIFEST}: {e}")
+        try:
+            problem = manifest_problem(m) or e
+        except (TypeError, ValueError, AttributeError, KeyError):
+            problem = e
+        return _damaged(run_dir, f"{MANIFEST}: {problem}")
 
 
 def _checked_listing(run_dir: Path, m: dict) -> RunListing:
