@@ -522,3 +522,26 @@ def test_a_large_sweep_has_a_row_per_combination_and_a_small_one_a_column():
         fig = sweep_of(small, options=options[:2]).figure()
         ticks = fig.axes[1].get_xticklabels()  # a column each, under the mean scores, as before
         assert len(ticks) == len(small) and all(t.get_rotation() == 0 and "\n" in t.get_text() for t in ticks)
+
+
+def test_score_labels_do_not_run_into_each_other_when_scores_go_past_24():
+    # grid=2 wins with up to 36 cards left: 37 labels, one per score, ran into each other.
+    from dataclasses import replace
+
+    from sim.analysis.report import RunReport
+
+    one = RunReport(path="results/g", policy="greedy", n=1, seed=0, rules={}, deals="", status="complete", games=1,
+                    wins=1, losses=0, win_rate=1.0, win_rate_low=0.2, win_rate_high=1.0,
+                    score_counts=tuple((s, int(s == 3)) for s in range(25)), score_mean=3.0, score_mean_low=None,
+                    score_mean_high=None, score_median=3.0, score_q1=3.0, score_q3=3.0, ends=(("win", 1),),
+                    cards_played_wins=((37, 1),), cards_played_losses=(), face_down_at_loss=())
+    wide = replace(one, wins=37, games=38, losses=1, score_counts=tuple((s, 1) for s in range(37)))
+    fig = plots.score_distribution_figure([wide])
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    boxes = sorted((t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()), key=lambda b: b.x0)
+    assert all(b.x0 - a.x1 >= 4 for a, b in zip(boxes, boxes[1:]))  # pixels between labels: "10 11", not "1011"
+    assert [t.get_text() for t in ax.get_xticklabels()][-1] == "36"
+    assert {*ax.get_xticks(), *ax.get_xticks(minor=True)} == set(range(37))  # still a tick at every score
+    default = plots.score_distribution_figure([one])  # 0 to 24: every score labelled
+    assert [t.get_text() for t in default.axes[0].get_xticklabels()] == [str(s) for s in range(25)]

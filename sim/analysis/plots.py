@@ -128,6 +128,15 @@ def _percent(x: float) -> str:
     return pct_text(x / 100, 1 if abs(x) >= 10 or x == 0 else 2)
 
 
+def _score_ticks(ax, scores) -> None:
+    """A tick at every score, labelled at each of up to 26 scores (0 to 24 under the default rules) and at every
+    other one beyond: rule options allow scores up to 36, and 37 labels ran into each other ("101112")."""
+    scores = list(scores)
+    step = 1 + (len(scores) - 1) // 26
+    ax.set_xticks(scores[::step])
+    ax.set_xticks(scores, minor=True)
+
+
 def score_distribution_figure(reports, labels=None, overlay: bool = False, caption: str | None = None):
     """Share of games per score (wins), and the lost games in their own panel, one colour per run.
 
@@ -158,7 +167,7 @@ def score_distribution_figure(reports, labels=None, overlay: bool = False, capti
             offset = (i - (k - 1) / 2) * width
             ax.bar(x + offset, share, width, label=name, color=_colour(i))
         lost_shares.append(100 * r.losses / max(r.games, 1))
-    ax.set_xticks(x)
+    _score_ticks(ax, range(top + 1))
     ax.set_xlim(-0.7, top + 0.7)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("score (cards left in the stock at a win)")
@@ -546,7 +555,7 @@ def best_score_figure(summaries, caption: str = ""):
         bars = ax_out.bar(pos, outs, width, color=_colour(i))
         ax_out.bar_label(bars, [_percent(v) for v in outs], fontsize="x-small", padding=2,
                          rotation=90 if k > 1 else 0)
-    ax.set_xticks(x)
+    _score_ticks(ax, x)
     ax.set_ylim(0, highest * 1.15 + 1)
     ax.set_xlabel("best score found (cards left in the stock)")
     ax.set_ylabel("% of deals")
