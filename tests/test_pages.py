@@ -545,3 +545,29 @@ def test_score_labels_do_not_run_into_each_other_when_scores_go_past_24():
     assert {*ax.get_xticks(), *ax.get_xticks(minor=True)} == set(range(37))  # still a tick at every score
     default = plots.score_distribution_figure([one])  # 0 to 24: every score labelled
     assert [t.get_text() for t in default.axes[0].get_xticklabels()] == [str(s) for s in range(25)]
+
+
+def test_the_best_score_legend_hides_no_bar_and_no_value():
+    # Three solve runs: the legend's six lines covered the tallest bars and their values at the top left.
+    from pathlib import Path as P
+
+    from sim.jobs.solve import SolveSummary
+
+    def summary(name, counts):
+        deals = sum(k for _, k in counts)
+        return SolveSummary(path=P(name), deals=deals, won=deals, lost=0, unresolved=0, winnable_low=0.9,
+                            winnable_high=1.0, proven=deals, score_counts=tuple((s, k, k) for s, k in counts),
+                            mean_score=None, mean_proven=None, mean_bound=None, median_seconds=None, p99_seconds=None,
+                            median_nodes=None, p99_nodes=None, seconds=1.0, deals_per_s=1.0, status="complete",
+                            options={})
+
+    fig = plots.best_score_figure([summary("solve-seed0-n20", [(23, 2), (24, 18)]),
+                                   summary("solve-seed0-n30-max_face_down15-grid2", [(34, 5), (35, 24), (36, 1)]),
+                                   summary("solve-seed0-n30-grid3", [(31, 30)])])
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend = ax.get_legend().get_window_extent()
+    drawn = [p.get_window_extent() for p in ax.patches if p.get_height() > 0]
+    drawn += [t.get_window_extent() for t in ax.texts if t.get_text()]
+    assert len(drawn) == 12 and not any(legend.overlaps(b) for b in drawn)
+    assert "\n" in fig.get_suptitle()  # a caption of two lines, laid out before the legend was given its room

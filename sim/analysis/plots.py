@@ -556,12 +556,11 @@ def best_score_figure(summaries, caption: str = ""):
         ax_out.bar_label(bars, [_percent(v) for v in outs], fontsize="x-small", padding=2,
                          rotation=90 if k > 1 else 0)
     _score_ticks(ax, x)
-    ax.set_ylim(0, highest * 1.15 + 1)
     ax.set_xlabel("best score found (cards left in the stock)")
     ax.set_ylabel("% of deals")
     ax.set_title("Best score of each deal (solver, stock order known)")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left")
+    legend = ax.legend(fontsize="small", loc="upper left")
     ax_out.set_xticks(np.arange(3), ["won", "lost", "unresolved"], fontsize="small", rotation=30, ha="right")
     ax_out.set_ylim(0, 125)
     ax_out.set_ylabel("% of deals")
@@ -570,6 +569,18 @@ def best_score_figure(summaries, caption: str = ""):
     _caption(fig, caption or ("runs: " if k > 1 else "run: ") + "; ".join(
         f"{Path(r.path).name} ({count(r.deals, 'deal')}, "
         f"{'first win only' if r.options.get('first_win') else 'best score sought'})" for r in summaries))
+    # The legend (two lines per run) gets the top of the panel to itself: over the bars, it hid a run's
+    # tallest bar and its value. Once the caption is laid out, the scale grows until the bars and their
+    # values end below the legend.
+    ax.set_ylim(0, highest * 1.15 + 1)
+    for _ in range(4):
+        fig.canvas.draw()
+        below = legend.get_window_extent().y0 - 4
+        top = max((a.get_window_extent().y1 for a in [*ax.patches, *ax.texts] if a.get_visible()), default=below)
+        if top <= below:
+            break
+        bottom = ax.get_window_extent().y0
+        ax.set_ylim(0, ax.get_ylim()[1] * (top - bottom) / max(below - bottom, 1.0) * 1.02)
     return fig
 
 
