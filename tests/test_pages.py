@@ -570,4 +570,5 @@ def test_the_best_score_legend_hides_no_bar_and_no_value():
     drawn = [p.get_window_extent() for p in ax.patches if p.get_height() > 0]
     drawn += [t.get_window_extent() for t in ax.texts if t.get_text()]
     assert len(drawn) == 12 and not any(legend.overlaps(b) for b in drawn)
+    assert ax.get_ylim()[1] > 100 and max(ax.get_yticks()) <= 100  # the room above 100% is no share of deals
     assert "\n" in fig.get_suptitle()  # a caption of two lines, laid out before the legend was given its room

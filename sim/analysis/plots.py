@@ -581,6 +581,7 @@ def best_score_figure(summaries, caption: str = ""):
             break
         bottom = ax.get_window_extent().y0
         ax.set_ylim(0, ax.get_ylim()[1] * (top - bottom) / max(below - bottom, 1.0) * 1.02)
+    ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= 100])  # the room above is the legend's, not a share
     return fig
 
 
