@@ -691,11 +691,13 @@ def policy_args_for(policy_names: list[str], policy_args: dict[str, str] | None)
     args = dict(policy_args or {})
     out, used = {}, set()
     for name in policy_names:
-        if name in policies.BUILTIN or name == "oracle":
-            takes = ORACLE_PARAMS if name == "oracle" else {p.name for p in policies.get(name).params}
-            out[name] = {k: v for k, v in args.items() if k in takes}
+        if name == "oracle":
+            takes = ORACLE_PARAMS
+        elif name in policies.BUILTIN:
+            takes = {p.name for p in policies.get(name).params}
         else:
-            out[name] = dict(args)
+            takes = args  # a plugin's parameters are its own to check
+        out[name] = {k: v for k, v in args.items() if k in takes}
         used |= set(out[name])
     unused = set(args) - used
     if unused:
