@@ -8,6 +8,7 @@ import re
 import shlex
 import shutil
 import sys
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -160,18 +161,24 @@ def test_png_and_html_of_several_runs(runs, tmp_path, monkeypatch):
     assert not re.search(r"https?:|ftp:|<link|<script|<iframe|@import|url\(", text, re.I)
 
 
-def test_an_incomplete_run_is_reported_with_a_warning(runs, tmp_path):
-    run_dir = tmp_path / "partial"
-    shutil.copytree(runs[0], run_dir)
-    part = sorted((run_dir / "games").glob("*.parquet"))[-1]
+def interrupted_copy(run_dir: Path, to: Path) -> int:
+    """A copy of the run as an interruption before its last part leaves it; returns the games that part held."""
+    shutil.copytree(run_dir, to)
+    part = sorted((to / "games").glob("*.parquet"))[-1]
     missing = pl.read_parquet(part).height
     part.unlink()
     # The manifest of an interrupted run: incomplete, and listing only the parts written.
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest = json.loads((to / "manifest.json").read_text())
     manifest["status"] = "incomplete"
     for key in ("parts", "part_info"):
         manifest.get(key, {}).pop(part.name, None)
-    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    (to / "manifest.json").write_text(json.dumps(manifest))
+    return missing
+
+
+def test_an_incomplete_run_is_reported_with_a_warning(runs, tmp_path):
+    run_dir = tmp_path / "partial"
+    missing = interrupted_copy(runs[0], run_dir)
     res = cli.invoke(app, ["report", str(run_dir)])
     assert res.exit_code == 0, res.output
     assert "WARNING: run is incomplete" in res.stdout and f"{N - missing:,} of {N:,}" in res.stdout
@@ -182,14 +189,7 @@ def test_the_rates_of_a_run_are_over_the_games_its_parts_hold(runs, tmp_path):
     # Win rate and score per deal (a lost game counting 0) over the games read, complete run or not: the games an
     # incomplete run has not played yet are neither losses nor wins, so the manifest's n is no denominator.
     run_dir = tmp_path / "partial"
-    shutil.copytree(runs[0], run_dir)
-    part = sorted((run_dir / "games").glob("*.parquet"))[-1]
-    part.unlink()
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    manifest["status"] = "incomplete"
-    for key in ("parts", "part_info"):
-        manifest.get(key, {}).pop(part.name, None)
-    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    interrupted_copy(runs[0], run_dir)
     for path in (runs[0], run_dir):
         df = pl.read_parquet(path / "games" / "*.parquet")
         wins = int(df["won"].sum())
