@@ -576,6 +576,7 @@ def check_outputs(png: Path | None, html: Path | None) -> None:
     if html is not None and html.is_dir():
         fail(f"--html takes a file name; {str(html)!r} is a directory")
     check_not_a_run_file(html)
+    check_not_in_a_runs_parts(png)
     for option, folder in (("--png", png), ("--html", None if html is None else html.parent)):
         if folder is not None:
             _check_writable_folder(option, folder)
@@ -594,6 +595,20 @@ def check_not_a_run_file(html: Path | None) -> None:
     if run_dir is not None and html.resolve().relative_to(run_dir).parts[0] in (MANIFEST, LOCK, GAMES, ASIDE):
         fail(f"--html {html} is a file of the run in {run_dir}; give a file name outside its {MANIFEST} and "
              f"{GAMES}/")
+
+
+def check_not_in_a_runs_parts(png: Path | None) -> None:
+    """--png may not put figures among a run's parts (its games/, or the run --force set aside): every read of
+    the run would warn of them as stray files. A folder of figures beside games/ in the run's folder is fine."""
+    if png is None:
+        return
+    from sim.analysis.datasets import run_holding
+    from sim.jobs.runner import ASIDE, GAMES
+
+    figure = png / "figure.png"  # run_holding looks at the folders above a file: png's own among them
+    run_dir = run_holding(figure)
+    if run_dir is not None and figure.resolve().relative_to(run_dir).parts[0] in (GAMES, ASIDE):
+        fail(f"--png {png} lies among the parts of the run in {run_dir}; give a folder outside its {GAMES}/")
 
 
 def _check_writable_folder(option: str, folder: Path) -> None:

@@ -433,6 +433,19 @@ def test_a_page_never_replaces_a_file_of_a_run(tmp_path, monkeypatch):
     check_not_a_run_file(run / "report.html")  # a page of the user's own in the run's folder is fine
 
 
+def test_figures_are_never_put_among_a_runs_parts(tmp_path, monkeypatch):
+    # `--png RUN/games` wrote win_rate.png beside the parts: every later read of the run warned of a stray file.
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "results" / "greedy-seed0-n20"
+    assert invoke("run", "-n", "20", "-w", "1", "-q").exit_code == 0
+    for folder in (run / "games", run / "games" / "figures"):
+        line = one_line_error(invoke("report", run, "--png", folder))
+        assert line == f"Error: --png {folder} lies among the parts of the run in {run}; give a folder outside its games/"
+    assert all(p.name.startswith("part-") and p.suffix == ".parquet" for p in (run / "games").iterdir())
+    assert invoke("report", run, "--png", run / "figures", "-q").exit_code == 0  # beside games/: the user's own
+    assert (run / "figures" / "win_rate.png").exists()
+
+
 @pytest.mark.parametrize("command", ["tune", "train"])
 def test_tune_and_train_refuse_a_seed_past_the_largest_before_any_work(command, monkeypatch):
     import sim.analysis.tune
