@@ -295,6 +295,18 @@ def logging_options(verbose: int, quiet: bool) -> None:
     setup_logging(verbose, quiet)
 
 
+def write_or_print(out: Path, data: dict) -> None:
+    """Write a tune or train result to --out; when that fails after the work (a full disk), print what the file
+    would hold on stdout before the error, so that minutes of search are not lost with it."""
+    from sim.jobs.files import write_json_atomic
+
+    try:
+        write_json_atomic(out, data)
+    except OSError as e:
+        typer.echo(json.dumps(data, indent=2))
+        fail(f"cannot write {out}: {e.strerror or e}; what it would hold is printed on stdout", 1)
+
+
 OUT_FILE_READ_UP_TO = 10 * 2**20
 """Bytes of an existing --out file read to tell whether it is one the command wrote (theirs are a few kB)."""
 
@@ -874,7 +886,6 @@ def tune(
 
     from sim.analysis.tables import count as plural, fmt_pct
     from sim.analysis.tune import is_weights_file, tune as run_tune
-    from sim.jobs.files import write_json_atomic
     from sim.jobs.runner import interrupt_on_sigterm
 
     logging_options(verbose, quiet)
@@ -903,10 +914,7 @@ def tune(
         fail("interrupted; nothing written", 130)
     data = result.as_json()
     if out is not None:
-        try:
-            write_json_atomic(out, data)
-        except OSError as e:
-            fail(f"cannot write {out}: {e.strerror or e}", 1)
+        write_or_print(out, data)
     below = bool(result.train_win_rate < result.baseline_win_rate)
     if fmt == "json":
         typer.echo(json.dumps({**data, "below_baseline": below, "out": None if out is None else str(out)}, indent=2))
@@ -975,7 +983,6 @@ def train(
     """
     from sim.analysis.tables import count as plural, fmt_pct
     from sim.analysis.train import is_values_file, train as run_train
-    from sim.jobs.files import write_json_atomic
     from sim.jobs.runner import interrupt_on_sigterm
 
     logging_options(verbose, quiet)
@@ -1008,10 +1015,7 @@ def train(
     except KeyboardInterrupt:
         fail("interrupted; nothing written", 130)
     if out is not None:
-        try:
-            write_json_atomic(out, result.as_json())
-        except OSError as e:
-            fail(f"cannot write {out}: {e.strerror or e}", 1)
+        write_or_print(out, result.as_json())
     if fmt == "json":
         shipped = {"wins": result.shipped_wins, "win_rate": result.shipped_win_rate,
                    "mean_score_per_deal": result.shipped_mean_score}

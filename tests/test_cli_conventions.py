@@ -385,6 +385,26 @@ def test_tune_and_train_refuse_an_out_file_in_a_folder_no_one_can_write_before_a
 
 
 @pytest.mark.parametrize("command", ["tune", "train"])
+def test_a_result_that_cannot_be_written_after_the_work_is_printed_not_lost(tmp_path, monkeypatch, command):
+    # A full disk at the end: the search's minutes were lost with the file; what it would hold goes to stdout.
+    import errno
+
+    from sim.jobs import files
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files, "write_json_atomic", full)
+    work = ["-n", "10", *SMALL_TUNE, "-w", "1"] if command == "tune" else ["-n", "5", "--rounds", "1", "--validation-n", "5"]
+    out = tmp_path / "w.json"
+    r = invoke(command, *work, "-q", "-o", out)
+    assert one_line_error(r, 1) == (f"Error: cannot write {out}: No space left on device; what it would hold is "
+                                    "printed on stdout")
+    printed = json.loads(r.stdout)
+    assert printed["weights"] and not out.exists()  # the weights of heuristic, or of planner's values
+
+
+@pytest.mark.parametrize("command", ["tune", "train"])
 def test_tune_and_train_replace_only_their_own_file_and_write_nothing_into_a_run(tmp_path, command):
     # `--out results/<run>/manifest.json` used to replace the run's manifest (the run unreadable).
     small = {"tune": ["-n", "10", *SMALL_TUNE, "-w", "1"], "train": ["-n", "5", "--rounds", "1", "--validation-n", "5"]}
