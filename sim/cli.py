@@ -600,11 +600,10 @@ def check_not_a_run_file(html: Path | None) -> None:
     it. Checked before any work and again before writing, when a run just played may hold the file."""
     if html is None:
         return
-    from sim.analysis.datasets import run_holding
     from sim.jobs.runner import ASIDE, GAMES, LOCK, MANIFEST
 
-    run_dir = run_holding(html)
-    if run_dir is not None and html.resolve().relative_to(run_dir).parts[0] in (MANIFEST, LOCK, GAMES, ASIDE):
+    run_dir = _run_holding_it_in(html, (MANIFEST, LOCK, GAMES, ASIDE))
+    if run_dir is not None:
         fail(f"--html {html} is a file of the run in {run_dir}; give a file name outside its {MANIFEST} and "
              f"{GAMES}/")
 
@@ -614,13 +613,21 @@ def check_not_in_a_runs_parts(png: Path | None) -> None:
     the run would warn of them as stray files. A folder of figures beside games/ in the run's folder is fine."""
     if png is None:
         return
-    from sim.analysis.datasets import run_holding
     from sim.jobs.runner import ASIDE, GAMES
 
-    figure = png / "figure.png"  # run_holding looks at the folders above a file: png's own among them
-    run_dir = run_holding(figure)
-    if run_dir is not None and figure.resolve().relative_to(run_dir).parts[0] in (GAMES, ASIDE):
+    run_dir = _run_holding_it_in(png / "figure.png", (GAMES, ASIDE))  # a figure in png: png itself is looked at
+    if run_dir is not None:
         fail(f"--png {png} lies among the parts of the run in {run_dir}; give a folder outside its {GAMES}/")
+
+
+def _run_holding_it_in(path: Path, names: tuple[str, ...]) -> Path | None:
+    """The run directory `path` lies in, when it lies in (or is) one of the run's own `names` there; else None."""
+    from sim.analysis.datasets import run_holding
+
+    run_dir = run_holding(path)
+    if run_dir is not None and path.resolve().relative_to(run_dir).parts[0] in names:
+        return run_dir
+    return None
 
 
 def _check_writable_folder(option: str, folder: Path) -> None:
