@@ -265,10 +265,15 @@ def run_config(policy: str, n: str | None, seed: int, rule, deals: Path | None, 
                      deals=None if deals is None else str(deals), record_deals=record_deals)
 
 
-def refuse_with_resume(resume, **given) -> None:
+def given(**options) -> list[str]:
+    """The names of the options given: not None, False or empty (0 is given: --seed 0, which reads as false)."""
+    return [name for name, value in options.items()
+            if value is not None and value is not False and not (isinstance(value, (list, tuple)) and not value)]
+
+
+def refuse_with_resume(resume, **options) -> None:
     """--resume finishes a run with its recorded settings: options that would change them are refused."""
-    named = [name for name, value in given.items()  # given: not None, False or empty (0 is given: --seed 0)
-             if value is not None and value is not False and not (isinstance(value, (list, tuple)) and not value)]
+    named = given(**options)
     if resume is not None and named:
         fail(f"--resume {resume} takes the run's recorded settings; drop {', '.join(named)}")
 
@@ -446,7 +451,7 @@ def replay(
     check_policy(*policies)
     if len(set(policies)) < len(policies):
         fail("a --policy is given twice")
-    if run is not None and (seed is not None or deck is not None or rule or policy_arg):  # --seed 0 is given too
+    if run is not None and given(seed=seed, deck=deck, rule=rule, policy_arg=policy_arg):
         fail("--seed, --deck, --rule and --policy-arg do not go with --run: the run records them")
     seed = 0 if seed is None else seed
     check_outputs(None, html)
@@ -810,8 +815,8 @@ def compare(
                                           policy_args=parse_policy_args(policy_arg), say_reused=not quiet, **how)
         else:
             # The runs record their seed and policy arguments: a --seed (0 too) or --policy-arg would be ignored.
-            if (n is not None or seed is not None or rule or policy_arg or record_deals or force
-                    or workers is not None):
+            if given(n=n, seed=seed, rule=rule, policy_arg=policy_arg, record_deals=record_deals, force=force,
+                     workers=workers):
                 fail("-n, --seed, --rule, --policy-arg, --workers, --force and --record-deals go with --policy, "
                      "not with run directories")
             result = cmp.compare_runs(runs)
