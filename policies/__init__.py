@@ -93,6 +93,16 @@ def build_params(name: str, args: dict[str, str] | None = None) -> np.ndarray:
     return np.array(values, dtype=np.float64)
 
 
+def rules_warning(name: str, args: dict[str, str] | None, rules: dict) -> str | None:
+    """Why a built-in may play under `rules` (option -> value) far from its best, or None.
+
+    A policy module says so with its own ``rules_warning(args, rules)``: planner's learned values, for one, hold
+    for the rules they were learned under.
+    """
+    check = getattr(get(name).module, "rules_warning", None)
+    return None if check is None else check(dict(args or {}), rules)
+
+
 def data_files(name: str, args: dict[str, str] | None = None) -> list[str]:
     """The package's files a built-in's games read with these --policy-arg values (a run records their digests)."""
     args = dict(args or {})

@@ -191,6 +191,34 @@ def read_values(path: str | Path | None = None) -> dict:
         raise ValueError(f"values file {path or DATA_FILE}: not readable JSON ({e})") from None
 
 
+def rules_warning(args: dict[str, str], rules: dict) -> str | None:
+    """The rule options that differ from those the values were learned under (their file's settings), as a
+    warning; None when none does or the file does not say.
+
+    Values learned under other rules still play, but they value positions of another game: under grid=3 the
+    shipped values made 27.52 per deal on 200 deals where lookahead made 28.25.
+    """
+    text = args.get("values", "default")
+    try:
+        data = read_values(None if text == "default" else text)
+    except ValueError:
+        return None  # parse_values says what is wrong with it
+    settings = data.get("settings") if isinstance(data, dict) else None
+    learned = settings.get("rules") if isinstance(settings, dict) else None
+    if not isinstance(learned, dict):
+        return None
+    differ = [k for k in rules if k in learned and learned[k] != rules[k]]
+    if not differ:
+        return None
+    source = "the shipped values" if text == "default" else f"the values in {text}"
+    was = ", ".join(f"{k}={learned[k]}" for k in differ)
+    now = ", ".join(f"{k}={rules[k]}" for k in differ)
+    rule_args = " ".join(f"--rule {k}={rules[k]}" for k in differ)
+    return (f"planner: {source} were learned under {was}, and these games play {now}: planner may play far from "
+            f"its best; `sim train {rule_args} --out FILE` learns values for these rules (then --policy-arg "
+            f"values=FILE)")
+
+
 def shipped_values(text: str) -> list[str]:
     """The shipped values file, when `text` ('default') stands for it: the games read it."""
     return [str(resources.files("policies").joinpath("data", DATA_FILE))] if text == "default" else []

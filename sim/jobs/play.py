@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from policies import BUILTIN, data_files
+from policies import BUILTIN, data_files, rules_warning
 from sim.fielddocs import documented
 from sim.stats import pct_text, score_per_deal, wilson
 from sim.engine.results import end_enum, games_table
@@ -315,6 +315,10 @@ def run(config: RunConfig, *, out: str | Path | None = None, force: bool = False
     except ValueError as e:
         raise UsageError(str(e)) from None
     config = settled(config)
+    if config.policy in BUILTIN:  # planner's values learned under other rules, say
+        far = rules_warning(config.policy, dict(config.policy_args), config.rules.as_dict())
+        if far:
+            log.warning("%s", far)
     return runner.start(PLAY, config, out=out, force=force, workers=workers, chunk_size=chunk_size,
                         executor=executor, scheduler=scheduler, progress=progress, command=command, notify=notify)
 
