@@ -11,6 +11,15 @@ from sim import kernels as K
 from sim.engine.cards import validate_deck
 
 
+class UnreadableDealFile(ValueError):
+    """A deal file that is there but cannot be read (no permission, an I/O error): nothing is known of its decks,
+    so a resume must not call it changed."""
+
+    def __init__(self, path: Path, reason: str):
+        super().__init__(f"deal file {str(path)!r} cannot be read: {reason}")
+        self.reason = reason
+
+
 def file_digest(path: Path) -> str:
     """SHA-256 of a deal file, recorded in the manifest so a resume can tell the decks changed."""
     digest = hashlib.sha256()
@@ -61,9 +70,14 @@ def read_deals(path) -> tuple[np.ndarray, str]:
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"deal file {str(path)!r} is a directory, not a file of decks")
-    if not path.is_file():
+    if not path.exists():
         raise ValueError(f"deal file {str(path)!r} does not exist")
-    data = path.read_bytes()
+    if not path.is_file():  # a FIFO or a device: reading it may never end
+        raise ValueError(f"deal file {str(path)!r} is not a regular file")
+    try:
+        data = path.read_bytes()
+    except OSError as e:  # no permission, an I/O error: bad input, not a failure of the run
+        raise UnreadableDealFile(path, e.strerror or str(e)) from None
     raw = _raw_decks(path, data)
     if not raw:
         raise ValueError(f"{path}: holds no decks")

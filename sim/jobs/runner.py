@@ -32,7 +32,7 @@ import numpy as np
 
 from sim import kernels as K
 from sim.engine.cards import MAX_GAME, check_seed
-from sim.jobs.deal_files import file_digest, read_deals
+from sim.jobs.deal_files import UnreadableDealFile, file_digest, read_deals
 from sim.jobs.executors import Executor, ExecutorError, check_reachable, make_executor
 from sim.jobs.files import (
     TMP_MARK, make_folders, remove_folders, remove_temp_files, sync_folder, write_atomic, write_json_atomic,
@@ -219,6 +219,9 @@ def recorded_decks(deals: str, sha256: str | None, purpose: str):
     changed = UsageError(f"the run's deal file {deals} has changed since the run started")
     try:
         decks, digest = read_deals(deals)  # checked and read in one read: no other decks between the two
+    except UnreadableDealFile as e:  # still there, perhaps unchanged: say why it cannot be used
+        raise UsageError(f"the run's deal file {deals} cannot be read ({e.reason}); it is needed to "
+                         f"{purpose}") from None
     except ValueError:  # no longer a file of decks, so not the one the run read
         raise changed from None
     if digest != sha256:

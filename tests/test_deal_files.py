@@ -1,0 +1,65 @@
+"""Deal files (`--deals FILE`): what a user's own decks may look like, and the one-line error when they are bad.
+
+Game i is row i of the file; a bad file is refused before anything is written, naming the file and where in it
+the problem is; a run directory trusts its deal file only while the file still holds what the run recorded.
+"""
+
+import errno
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import sim
+from sim.cli import app
+
+from conftest import games_of
+
+cli = CliRunner()
+
+
+def one_line_error(result, code=2) -> str:
+    assert result.exit_code == code, (result.output, result.exception)
+    lines = [line for line in result.output.splitlines() if line.strip() and not line.startswith("compiling ")]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
+    return lines[0]
+
+
+def deck_lines(seed, count) -> str:
+    return "".join(json.dumps({"deck": list(sim.deal(seed, g))}) + "\n" for g in range(count))
+
+
+def test_an_unreadable_deal_file_is_a_one_line_error_and_resume_says_why(tmp_path, monkeypatch):
+    # A deal file this user may not read (or one that fails with an I/O error) ended the command in a traceback
+    # with exit code 1, and a resume would have called the file changed.
+    import os
+
+    path = tmp_path / "decks.jsonl"
+    path.write_text(deck_lines(4, 12))
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=None, deals=str(path)), out=out, workers=1, chunk_size=4)
+    want = games_of(out)
+    m = json.loads((out / "manifest.json").read_text())
+    (out / "games" / "part-00002.parquet").unlink()
+    (out / "manifest.json").write_text(json.dumps({**m, "status": "incomplete"}))
+    read_bytes = Path.read_bytes
+
+    def denied(self):
+        if self.name == path.name:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", denied)
+    line = one_line_error(cli.invoke(app, ["run", "--deals", str(path), "-w", "1", "--out", str(tmp_path / "new")]))
+    assert "decks.jsonl' cannot be read: Permission denied" in line, line
+    assert not (tmp_path / "new").exists()
+    line = one_line_error(cli.invoke(app, ["run", "--resume", str(out), "-w", "1"]))
+    assert f"deal file {path.resolve()} cannot be read (Permission denied); it is needed to resume" in line, line
+    assert len(list((out / "games").iterdir())) == 2
+    monkeypatch.undo()
+    sim.resume(out, workers=1)
+    assert games_of(out).equals(want)
+    fifo = tmp_path / "fifo.jsonl"  # reading it would wait for a writer forever
+    os.mkfifo(fifo)
+    line = one_line_error(cli.invoke(app, ["run", "--deals", str(fifo), "-w", "1", "--out", str(tmp_path / "f")]))
+    assert "fifo.jsonl' is not a regular file" in line, line
