@@ -63,3 +63,22 @@ def test_an_unreadable_deal_file_is_a_one_line_error_and_resume_says_why(tmp_pat
     os.mkfifo(fifo)
     line = one_line_error(cli.invoke(app, ["run", "--deals", str(fifo), "-w", "1", "--out", str(tmp_path / "f")]))
     assert "fifo.jsonl' is not a regular file" in line, line
+
+
+def test_json_lines_are_utf8_with_or_without_a_byte_order_mark(tmp_path):
+    # A file saved by a Windows tool starts with a byte order mark: it was refused as "Unexpected UTF-8 BOM
+    # (decode using utf-8-sig)"; a byte that is not UTF-8 gave Python's decoding error, naming neither file nor line.
+    text = deck_lines(4, 3)
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    assert cli.invoke(app, ["run", "--deals", str(path), "-w", "1", "-q", "--out", str(tmp_path / "r")]).exit_code == 0
+    assert games_of(tmp_path / "r").drop("game").equals(sim.play_decks([sim.deal(4, g) for g in range(3)]).to_polars()
+                                                       .drop("game"))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(text.encode() + b'{"deck": [\xe9]}\n')
+    line = one_line_error(cli.invoke(app, ["run", "--deals", str(bad), "-w", "1", "--out", str(tmp_path / "b")]))
+    assert line == f"Error: {bad}: line 4 is not UTF-8 text (byte 0xe9 at offset {len(text) + 10})", line
+    wide = tmp_path / "wide.jsonl"
+    wide.write_text(text, encoding="utf-16")
+    line = one_line_error(cli.invoke(app, ["run", "--deals", str(wide), "-w", "1", "--out", str(tmp_path / "w")]))
+    assert "wide.jsonl: is UTF-16 text" in line, line

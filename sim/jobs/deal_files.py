@@ -1,5 +1,6 @@
 """Decks from a file (`sim run --deals FILE`): Parquet or JSON lines with a `deck` column."""
 
+import codecs
 import hashlib
 import io
 import json
@@ -29,6 +30,19 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _json_text(path: Path, data: bytes) -> str:
+    """The text of a JSON lines file: UTF-8, as JSON is, with or without the byte order mark that Windows tools
+    write first; ValueError naming the line of a byte that is not UTF-8."""
+    if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):  # what Windows PowerShell 5 writes by default
+        raise ValueError(f"{path}: is UTF-16 text; JSON lines are UTF-8 (save it as UTF-8)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n").count("\n") + 1
+        raise ValueError(f"{path}: line {line} is not UTF-8 text (byte {data[e.start]:#04x} at offset "
+                         f"{e.start})") from None
+
+
 def _raw_decks(path: Path, data: bytes) -> list:
     """The decks in `data`, the bytes of the deal file `path` (whose suffix says how to read them)."""
     suffix = path.suffix.lower()
@@ -44,7 +58,7 @@ def _raw_decks(path: Path, data: bytes) -> list:
         return frame["deck"].to_list()
     if suffix in (".jsonl", ".ndjson", ".json"):
         decks = []
-        with io.TextIOWrapper(io.BytesIO(data)) as f:  # as open(path) reads it
+        with io.StringIO(_json_text(path, data), newline=None) as f:  # lines as open(path) splits them
             for row, line in enumerate(f):
                 if not line.strip():
                     continue
