@@ -82,3 +82,19 @@ def test_json_lines_are_utf8_with_or_without_a_byte_order_mark(tmp_path):
     wide.write_text(text, encoding="utf-16")
     line = one_line_error(cli.invoke(app, ["run", "--deals", str(wide), "-w", "1", "--out", str(tmp_path / "w")]))
     assert "wide.jsonl: is UTF-16 text" in line, line
+
+
+def test_a_bad_deck_names_its_row_and_its_line(tmp_path):
+    # Blank lines are skipped, so row i (game i) is not line i + 1: an error named only the row, and a bare deck
+    # or a file written as one JSON list was said to have "no key 'deck'".
+    decks = [list(sim.deal(4, g)) for g in range(3)]
+    decks[2][decks[2].index(3)] = 7  # five 7s
+    path = tmp_path / "decks.jsonl"
+    path.write_text("\n\n" + json.dumps({"deck": decks[0]}) + "\n\n" + json.dumps({"deck": decks[1]}) + "\n  \n"
+                    + json.dumps({"deck": decks[2]}) + "\n")
+    line = one_line_error(cli.invoke(app, ["run", "--deals", str(path), "-w", "1", "--out", str(tmp_path / "r")]))
+    assert line == f"Error: {path}: row 2 (line 7): a deck has four cards of each rank 1..10; this one has 3 x3, 7 x5"
+    path.write_text(json.dumps({"deck": decks[0]}) + "\n\n" + json.dumps(decks[1]) + "\n")
+    line = one_line_error(cli.invoke(app, ["run", "--deals", str(path), "-w", "1", "--out", str(tmp_path / "r")]))
+    assert line == f'Error: {path}: row 1 (line 3) is a JSON list, not {{"deck": [...]}} (one deck per line)', line
+    assert not (tmp_path / "r").exists()

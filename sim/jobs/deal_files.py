@@ -30,6 +30,10 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+_JSON_KINDS = {list: "list", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+"""What a line of a deal file holds when it is not an object, for its error."""
+
+
 def _json_text(path: Path, data: bytes) -> str:
     """The text of a JSON lines file: UTF-8, as JSON is, with or without the byte order mark that Windows tools
     write first; ValueError naming the line of a byte that is not UTF-8."""
@@ -43,8 +47,14 @@ def _json_text(path: Path, data: bytes) -> str:
                          f"{e.start})") from None
 
 
-def _raw_decks(path: Path, data: bytes) -> list:
-    """The decks in `data`, the bytes of the deal file `path` (whose suffix says how to read them)."""
+def _where(row: int, lines: list[int] | None) -> str:
+    """Row `row` of a deal file, with its line in a JSON lines file (blank lines make the two differ)."""
+    return f"row {row}" if lines is None else f"row {row} (line {lines[row]})"
+
+
+def _raw_decks(path: Path, data: bytes) -> tuple[list, list[int] | None]:
+    """The decks in `data`, the bytes of the deal file `path` (whose suffix says how to read them), and the line
+    each one is on (None for Parquet), for errors."""
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
         import polars as pl
@@ -55,21 +65,26 @@ def _raw_decks(path: Path, data: bytes) -> list:
             raise ValueError(f"{path}: not a readable Parquet file ({type(e).__name__})") from None
         if "deck" not in frame.columns:
             raise ValueError(f"{path}: no column 'deck' (columns: {', '.join(frame.columns)})")
-        return frame["deck"].to_list()
+        return frame["deck"].to_list(), None
     if suffix in (".jsonl", ".ndjson", ".json"):
-        decks = []
+        decks, lines = [], []
         with io.StringIO(_json_text(path, data), newline=None) as f:  # lines as open(path) splits them
             for row, line in enumerate(f):
                 if not line.strip():
                     continue
+                lines.append(row + 1)
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}: row {len(decks)} (line {row + 1}) is not JSON: {e.msg}") from None
-                if not isinstance(record, dict) or "deck" not in record:
-                    raise ValueError(f"{path}: row {len(decks)} (line {row + 1}) has no key 'deck'")
+                    raise ValueError(f"{path}: {_where(len(decks), lines)} is not JSON: {e.msg}") from None
+                if not isinstance(record, dict):  # a bare deck, or the whole file as one JSON list
+                    kind = _JSON_KINDS.get(type(record), "value")
+                    raise ValueError(f"{path}: {_where(len(decks), lines)} is a JSON {kind}, not {{\"deck\": [...]}} "
+                                     "(one deck per line)")
+                if "deck" not in record:
+                    raise ValueError(f"{path}: {_where(len(decks), lines)} has no key 'deck'")
                 decks.append(record["deck"])
-        return decks
+        return decks, lines
     raise ValueError(f"{path}: unknown deal file type {suffix!r}; use .parquet or .jsonl")
 
 
@@ -77,8 +92,8 @@ def read_deals(path) -> tuple[np.ndarray, str]:
     """Every deck of the file as an (n, 40) uint8 array, each validated, and the SHA-256 of the bytes they were
     read from.
 
-    Game i is row i. A bad deck raises ValueError with its row number and what is wrong. One read of the file
-    gives both: a file replaced while it is read (a large one takes seconds) is never recorded with the digest
+    Game i is row i. A bad deck raises ValueError with its row number (and line) and what is wrong. One read of
+    the file gives both: a file replaced while it is read (a large one takes seconds) is never recorded with the digest
     of other decks than those played, nor taken for the recorded one on resume.
     """
     path = Path(path)
@@ -92,7 +107,7 @@ def read_deals(path) -> tuple[np.ndarray, str]:
         data = path.read_bytes()
     except OSError as e:  # no permission, an I/O error: bad input, not a failure of the run
         raise UnreadableDealFile(path, e.strerror or str(e)) from None
-    raw = _raw_decks(path, data)
+    raw, lines = _raw_decks(path, data)
     if not raw:
         raise ValueError(f"{path}: holds no decks")
     decks = np.empty((len(raw), K.DECK_SIZE), np.uint8)
@@ -100,5 +115,5 @@ def read_deals(path) -> tuple[np.ndarray, str]:
         try:
             decks[row] = validate_deck(deck if deck is not None else ())
         except ValueError as e:
-            raise ValueError(f"{path}: row {row}: {e}") from None
+            raise ValueError(f"{path}: {_where(row, lines)}: {e}") from None
     return decks, hashlib.sha256(data).hexdigest()
