@@ -1063,7 +1063,7 @@ def _train_text(result) -> None:
 @app.command()
 def solve(
     n: Annotated[Optional[str], typer.Option("-n", metavar="N", help="Number of deals: 2000, 2e3.")] = None,
-    seed: Annotated[Optional[int], typer.Option("--seed", min=0, metavar="SEED", help="Seed of the deals (default 0): the decks `sim run --seed SEED` plays.", show_default=False)] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", min=0, metavar="SEED", help="Seed of the deals (default 0): the decks `sim run --seed SEED` plays (none with --deals).", show_default=False)] = None,
     deals: DealsOpt = None,
     workers: WorkersOpt = None,
     first_win: Annotated[bool, typer.Option("--first-win", help="Stop at the first win (winnability only); otherwise search for the best score.")] = False,

@@ -260,3 +260,18 @@ def test_the_oracle_s_nodes_beyond_its_bound_are_said_to_be_too_many(text, messa
     # 1e13 was called "not a positive integer", which it is: the bound (1e12, as sim solve's) was not said.
     with pytest.raises(ValueError, match=f"^policy 'oracle': {re.escape(message)}$"):
         sim.play(sim.deal(0, 0), "oracle", policy_args={"nodes": text})
+
+
+def test_a_seed_is_refused_with_a_deal_file_which_the_solver_plays_without_one(tmp_path):
+    # `sim solve --deals F --seed 5` then `sim solve --deals F` went to one folder (its name has no seed) and the
+    # second was refused as "another complete run (seed 5, not 0)", though the decks and results were the same.
+    path = tmp_path / "decks.jsonl"
+    path.write_text(json.dumps({"deck": [int(c) for c in sim.deal(3, 0)]}) + "\n")
+    r = CliRunner().invoke(app, ["solve", "--deals", str(path), "--seed", "5", "--node-limit", "1000", "-w", "1",
+                                 "--out", str(tmp_path / "s")])
+    assert r.exit_code == 2, r.output
+    assert "seed 5: a solve of the decks in a deal file uses no seed" in r.stderr and not (tmp_path / "s").exists()
+    with pytest.raises(sim.UsageError, match="uses no seed"):
+        sim.solve_run(sim.SolveConfig(seed=5, deals=str(path), node_limit=1000), workers=1, out=tmp_path / "t")
+    done = sim.solve_run(sim.SolveConfig(seed=0, deals=str(path), node_limit=1000), workers=1, out=tmp_path / "u")
+    assert done.deals == 1

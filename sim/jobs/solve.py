@@ -636,6 +636,9 @@ def solve_run(config: SolveConfig, *, out: str | Path | None = None, force: bool
     for name, value in (("node_limit", config.node_limit), ("split_after", k), ("sat_conflicts", config.sat_conflicts)):
         if isinstance(value, (int, float, np.integer)) and value > MAX_COUNT:
             raise UsageError(too_large(name, value), name)
+    if config.deals is not None and config.seed != 0:  # it would only tell two solves of one file apart
+        raise UsageError(f"seed {config.seed!r}: a solve of the decks in a deal file uses no seed (a seed picks "
+                         f"seeded deals); leave it out", "seed")
     t = config.time_limit
     if t is not None and (isinstance(t, bool) or not (isinstance(t, (int, float)) and math.isfinite(t) and t > 0)):
         raise UsageError(f"time_limit must be a positive number of seconds, not {t!r}", "time_limit")
