@@ -151,11 +151,21 @@ def library_errors(verbose: int = 0):
     except ValueError as e:
         fail(str(e), 2)
     except Interrupted as e:
+        stopping()
         fail(str(e), 130)
     except (RunError, PolicyError) as e:
         if verbose:
             log.exception("failed")
         fail(str(e), 1)
+
+
+def stopping() -> None:
+    """Ignore Ctrl-C from here to the exit: the command has stopped, or is about to say its result or why it
+    stopped. A second Ctrl-C (pressed twice, or held) would only cut into the flush of the last log records at
+    exit, with a traceback, or end the process before it says what was kept."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def parse_rules(items: list[str] | None):
@@ -923,6 +933,7 @@ def tune(
                               on_round=above(bar, report), on_baseline=above(bar, baseline), on_games=bar.update,
                               on_other_games=bar.update)
     except KeyboardInterrupt:
+        stopping()
         fail("interrupted; nothing written", 130)
     data = result.as_json()
     if out is not None:
@@ -1025,6 +1036,7 @@ def train(
                                on_round=above(bar, None if quiet else report), on_games=bar.update,
                                notify=above(bar, lambda message: say(message, quiet)))
     except KeyboardInterrupt:
+        stopping()
         fail("interrupted; nothing written", 130)
     if out is not None:
         write_or_print(out, result.as_json())
@@ -1193,7 +1205,10 @@ for _command in app.registered_commands:  # every command's help shows arguments
 
 def main() -> None:
     """The `sim` console script."""
-    app()
+    try:
+        app()
+    finally:
+        stopping()
 
 
 if __name__ == "__main__":

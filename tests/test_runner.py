@@ -281,6 +281,27 @@ def test_sigterm_leaves_a_resumable_run_and_says_how(tmp_path):
     assert s.status == "complete" and s.games == 1000000
 
 
+def test_a_second_ctrl_c_while_the_run_stops_prints_no_traceback(tmp_path):
+    # Ctrl-C pressed twice (or held): the ones after the first land while the process exits, after its one line.
+    # They used to cut into the flush of the last worker log records at exit ("Exception ignored in atexit
+    # callback", a traceback) or kill the process by the signal.
+    out = tmp_path / "run"
+    proc = _sim("run", "-n", "1000000", "--chunk-size", "5000", "-w", "2", "--out", str(out))
+    _wait_for_parts(out, 1, proc)
+    proc.send_signal(signal.SIGINT)
+    said = proc.stderr.readline()
+    while said.startswith("compiling"):
+        said = proc.stderr.readline()
+    assert said.startswith("Error: interrupted;"), said
+    while proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.002)
+    err = proc.stderr.read()
+    assert proc.returncode == 130, (said, err)
+    assert err == "", err
+    assert f"sim run --resume {out}" in said
+
+
 def test_an_interrupt_swallowed_inside_a_run_is_raised_when_the_block_ends(monkeypatch):
     # Python swallows an exception raised where it cannot propagate ("Exception ignored in ..."): a finalizer, or a
     # callback from C, which numba's compiler calls while a first run compiles. A Ctrl-C landing there is not lost,
