@@ -275,3 +275,22 @@ def test_a_seed_is_refused_with_a_deal_file_which_the_solver_plays_without_one(t
         sim.solve_run(sim.SolveConfig(seed=5, deals=str(path), node_limit=1000), workers=1, out=tmp_path / "t")
     done = sim.solve_run(sim.SolveConfig(seed=0, deals=str(path), node_limit=1000), workers=1, out=tmp_path / "u")
     assert done.deals == 1
+
+
+@pytest.mark.parametrize("kind", ["run", "solve"])
+def test_an_interrupt_while_compiling_says_what_was_not_done_in_the_jobs_words(tmp_path, monkeypatch, kind):
+    # A solve run stopped while its solver compiles has solved no deal; it used to say no game was played.
+    from dataclasses import replace
+
+    from sim.jobs.play import PLAY
+    from sim.jobs.solve import SOLVE, SolveConfig
+
+    def compiling(config, from_file):
+        raise KeyboardInterrupt
+
+    job, config = (PLAY, sim.RunConfig(n=10)) if kind == "run" else (SOLVE, SolveConfig(n=10, node_limit=1000))
+    out = tmp_path / kind
+    with pytest.raises(runner.Interrupted) as e:
+        runner.start(replace(job, warm=compiling), config, out=out, workers=1)
+    said = "any game was played" if kind == "run" else "any deal was solved"
+    assert str(e.value) == f"interrupted before {said}. Finish with: sim {kind} --resume {out}"

@@ -906,7 +906,7 @@ def _warm(job: Job, config, from_file: bool, then: str, notify=None) -> None:
                 notify(f"compiling {what}…")
             job.warm(config, from_file)
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted before any game was played. {then}") from None
+        raise Interrupted(f"interrupted before {_none_done(job)}. {then}") from None
 
 
 def _is_run(run_dir: Path) -> bool:
@@ -1125,6 +1125,12 @@ def _done(job: Job) -> str:
     return "solved" if job.kind == "solve" else "played"
 
 
+def _none_done(job: Job) -> str:
+    """What an interrupt before the first row has not done, in the job's words: any game was played, any deal
+    was solved."""
+    return f"any {job.unit} was {_done(job)}"
+
+
 def _complete_already(job: Job, config, run_dir: Path):
     """The summary of the complete run `run_dir` holds when it has exactly these settings (and files), else None."""
     if not _is_run(run_dir):
@@ -1235,7 +1241,7 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
                 _put_back(run_dir)
             except OSError:
                 raise e from None  # the next writer tries again (`_settle_aside`)
-            what = "interrupted before any game was played" if isinstance(e, Interrupted) else str(e)
+            what = f"interrupted before {_none_done(job)}" if isinstance(e, Interrupted) else str(e)
             raise type(e)(_then(what, f"{run_dir} still holds the run it had.")) from None
 
 
