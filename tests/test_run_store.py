@@ -463,13 +463,13 @@ def test_a_deal_file_replaced_while_it_is_read_records_the_digest_of_the_decks_p
     first = "".join(json.dumps({"deck": list(sim.deal(4, g))}) + "\n" for g in range(12))
     other = "".join(json.dumps({"deck": list(sim.deal(5, g))}) + "\n" for g in range(12))
     path.write_text(first)
-    check = deal_files.validate_deck
+    check = deal_files.validate_decks
 
-    def replaced_while_read(deck):
+    def replaced_while_read(decks):
         path.write_text(other)  # the file is replaced while its decks are being checked
-        return check(deck)
+        return check(decks)
 
-    monkeypatch.setattr(deal_files, "validate_deck", replaced_while_read)
+    monkeypatch.setattr(deal_files, "validate_decks", replaced_while_read)
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=None, deals=str(path), record_deals=True), out=out, workers=1)
     m = json.loads((out / "manifest.json").read_text())

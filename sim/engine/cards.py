@@ -93,9 +93,10 @@ def validate_decks(decks: np.ndarray) -> np.ndarray:
     bad_rank = (decks < 1) | (decks > K.RANKS)
     if bad_rank.any():
         _check_row(decks, int(np.argmax(bad_rank.any(axis=1))))
-    d = decks.astype(np.int64)
-    counts = np.stack([(d == r).sum(axis=1) for r in range(1, K.RANKS + 1)], axis=1)
-    bad = (counts != K.COPIES).any(axis=1)
+    # Every rank is 1..10 by now: one bincount over (row, rank) pairs counts them all in one pass.
+    pairs = np.arange(decks.shape[0], dtype=np.int64)[:, None] * (K.RANKS + 1) + decks
+    counts = np.bincount(pairs.ravel(), minlength=decks.shape[0] * (K.RANKS + 1)).reshape(-1, K.RANKS + 1)
+    bad = (counts[:, 1:] != K.COPIES).any(axis=1)
     if bad.any():
         _check_row(decks, int(np.argmax(bad)))
     return decks.astype(np.uint8)
