@@ -311,12 +311,14 @@ def logging_options(verbose: int, quiet: bool) -> None:
 
 
 def write_or_print(out: Path, data: dict) -> None:
-    """Write a tune or train result to --out; when that fails after the work (a full disk), print what the file
-    would hold on stdout before the error, so that minutes of search are not lost with it."""
-    from sim.jobs.files import write_json_atomic
+    """Write a tune or train result to --out, making its missing folders as --html does; when that fails after the
+    work (a full disk), print what the file would hold on stdout before the error, so that minutes of search are
+    not lost with it."""
+    from sim.jobs.files import folders_for, write_json_atomic
 
     try:
-        write_json_atomic(out, data)
+        with folders_for(out):
+            write_json_atomic(out, data)
     except OSError as e:
         typer.echo(json.dumps(data, indent=2))
         fail(f"cannot write {out}: {e.strerror or e}; what it would hold is printed on stdout", 1)
@@ -327,18 +329,16 @@ OUT_FILE_READ_UP_TO = 10 * 2**20
 
 
 def check_out_file(out: Path | None, kind: str, ours) -> None:
-    """--out FILE must be writable before any work: its folder exists, and it is not a directory. It may replace
+    """--out FILE must be writable before any work: it is not a directory, and its folder is one that can be made
+    and written (missing folders are made when the file is written, as for --html). It may replace
     only a `kind` file (e.g. "weights file of sim tune"), one whose JSON `ours` accepts, never another file
     (a run's manifest, say), and it may not lie in a run directory, whose files a reader takes for the run's."""
     import os
 
     if out is None:
         return
-    parent = out.parent
     if out.is_dir():
         fail(f"--out {out} is a directory; give a file name")
-    if not parent.is_dir():
-        fail(f"--out {out}: {parent} is not a directory")
     if out.exists() and not os.access(out, os.W_OK):
         fail(f"--out {out} is not writable")
     from sim.analysis.datasets import run_holding
@@ -348,7 +348,7 @@ def check_out_file(out: Path | None, kind: str, ours) -> None:
         fail(f"--out {out} lies in the run directory {run_dir}; give a file outside it")
     if out.exists() and not _holds(out, ours):
         fail(f"--out {out} exists and is not a {kind}; give a new file name")
-    _check_writable_folder("--out", parent)  # a file made there, as for --html: os.access lets root pass /proc
+    _check_writable_folder("--out", out.parent)  # a file made there, as for --html: os.access lets root pass /proc
 
 
 def _holds(path: Path, ours) -> bool:

@@ -367,10 +367,21 @@ def test_the_default_validation_seed_after_the_largest_seed_is_0():
 def test_tune_and_train_check_their_out_file_before_any_work(tmp_path, command):
     work = ["-n", "10", *SMALL_TUNE, "-w", "1"] if command == "tune" else ["-n", "5", "--rounds", "1", "--validation-n", "5"]
     (tmp_path / "adir").mkdir()
-    for out, fragment in ((tmp_path / "adir", "is a directory"), (tmp_path / "no" / "w.json", "is not a directory")):
+    (tmp_path / "afile").write_text("mine")
+    for out, fragment in ((tmp_path / "adir", "is a directory"), (tmp_path / "afile" / "w.json", "is not a directory")):
         r = invoke(command, *work, "-o", out)
         assert "--out" in one_line_error(r) and fragment in r.stderr, r.stderr
-        assert r.stdout == "" and not (tmp_path / "no").exists()
+        assert r.stdout == "" and (tmp_path / "afile").read_text() == "mine"
+
+
+@pytest.mark.parametrize("command", ["tune", "train"])
+def test_tune_and_train_make_the_missing_folders_of_their_out_file(tmp_path, command):
+    # --out new/sub/w.json was refused ("new/sub is not a directory"), while --html and --png make their folders.
+    work = ["-n", "10", *SMALL_TUNE, "-w", "1"] if command == "tune" else ["-n", "5", "--rounds", "1", "--validation-n", "5"]
+    out = tmp_path / "new" / "sub" / "w.json"
+    r = invoke(command, *work, "-q", "-o", out)
+    assert r.exit_code == 0, r.output
+    assert json.loads(out.read_text())["weights"] and [p.name for p in out.parent.iterdir()] == ["w.json"]
 
 
 @pytest.mark.parametrize("command", ["tune", "train"])
@@ -396,12 +407,13 @@ def test_a_result_that_cannot_be_written_after_the_work_is_printed_not_lost(tmp_
 
     monkeypatch.setattr(files, "write_json_atomic", full)
     work = ["-n", "10", *SMALL_TUNE, "-w", "1"] if command == "tune" else ["-n", "5", "--rounds", "1", "--validation-n", "5"]
-    out = tmp_path / "w.json"
+    out = tmp_path / "new" / "w.json"
     r = invoke(command, *work, "-q", "-o", out)
     assert one_line_error(r, 1) == (f"Error: cannot write {out}: No space left on device; what it would hold is "
                                     "printed on stdout")
     printed = json.loads(r.stdout)
     assert printed["weights"] and not out.exists()  # the weights of heuristic, or of planner's values
+    assert not out.parent.exists()  # the folder made for it is removed with the failed write
 
 
 @pytest.mark.parametrize("command", ["tune", "train"])
