@@ -103,6 +103,13 @@ def rules_warning(name: str, args: dict[str, str] | None, rules: dict) -> str | 
     return None if check is None else check(dict(args or {}), rules)
 
 
+def normal_args(name: str, args: dict[str, str]) -> dict[str, str]:
+    """A built-in's --policy-arg values as a run records them: each number as the value its policy uses
+    (`Param.normal`), so that samples=1_0 is recorded, named and compared as samples=10."""
+    params = {p.name: p for p in get(name).params}
+    return {k: params[k].normal(v) if k in params else v for k, v in args.items()}
+
+
 def data_files(name: str, args: dict[str, str] | None = None) -> list[str]:
     """The package's files a built-in's games read with these --policy-arg values (a run records their digests)."""
     args = dict(args or {})

@@ -33,6 +33,18 @@ class Param:
     """Text -> the package's own files it reads (the shipped data a default stands for), whose digests a run
     records as it does a file the user names; None: none."""
 
+    def normal(self, text: str) -> str:
+        """The text a run records for `text`: a number as the value the policy uses, so that samples=1_0 and
+        samples=10 (margin=1e0 and margin=1) are one setting, one manifest entry and one directory name; any
+        other text (a name, a file, a list of weights) as given."""
+        try:
+            value = float(text)
+            if self.parse(text) != [value]:
+                return text
+        except ValueError:
+            return text
+        return str(int(value)) if value.is_integer() else repr(value)
+
 
 def integer(policy: str, name: str, low: int, high: int) -> Callable[[str], list[float]]:
     """A parser of a whole number in low..high."""

@@ -108,6 +108,30 @@ def test_policy_args_change_the_policy_and_are_checked(tmp_path):
         sim.play_range(4, 0, 1, "greedy", policy_args={"weights": flat})
 
 
+def test_a_number_written_another_way_is_recorded_as_the_value_the_policy_uses(tmp_path, monkeypatch):
+    # samples=1_0 was recorded as typed: listed as "samples=1_0", its run named rollout-samples1_0-..., and the
+    # same run asked for with samples=10 was "another complete run (samples 1_0, not 10)".
+    from sim.jobs.play import RunConfig, default_out, settled
+
+    monkeypatch.chdir(tmp_path)
+    run = ["run", "--policy", "rollout", "-n", "2", "-w", "1", "-o", "r"]
+    r = cli.invoke(app, [*run, "--policy-arg", "samples=1_0", "-q"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(Path("r/manifest.json").read_text())["policy_args"] == {"samples": "10"}
+    r = cli.invoke(app, [*run, "--policy-arg", "samples=10"])
+    assert r.exit_code == 0 and "already holds this complete run" in r.stdout, r.output
+    flat = ",".join(["-10", "1", "0", "0", "0", "0", "0"])
+    for policy, given, recorded in (
+            ("planner", {"margin": "1e0", "roots": "0_3"}, {"roots": "3", "margin": "1"}),
+            ("planner", {"margin": "0.50", "values": "default"}, {"values": "default", "margin": "0.5"}),
+            ("rollout", {"base": "greedy", "weights": flat}, {"base": "greedy", "weights": flat}),
+            ("oracle", {"nodes": "1e3"}, {"nodes": "1000"})):
+        config = settled(RunConfig(policy=policy, n=5, policy_args=tuple(given.items())))
+        assert dict(config.policy_args) == recorded
+        assert default_out(config).name.startswith(policy + "".join(f"-{k}{v}" for k, v in recorded.items()
+                                                                     if k != "weights"))
+
+
 def test_a_bad_weights_value_names_the_policy_that_reads_it():
     for name in ("heuristic", "lookahead", "rollout"):
         with pytest.raises(ValueError, match=f"^policy '{name}': weights 'abc' is neither a file"):

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import polars as pl
 
-from policies import BUILTIN, data_files, rules_warning
+from policies import BUILTIN, data_files, normal_args, rules_warning
 from sim.fielddocs import documented
 from sim.stats import pct_text, score_per_deal, wilson
 from sim.engine.results import end_enum, games_table
 from sim.engine.rules import Rules
 from sim.jobs import runner
 from sim.jobs.runner import Job, RunError, UsageError
+from sim.players.oracle import oracle_args
 from sim.players.api import play_decks, play_range, policy_items, resolve, to_compile, warm_up
 from sim.players.plugins import keep_recorded, pinned, plugin_source
 
@@ -62,7 +63,9 @@ def settled(config: RunConfig) -> RunConfig:
     policy, args, paths = pinned(config.policy, dict(config.policy_args))
     if policy in BUILTIN:  # and the package's data it reads (planner's shipped values)
         paths = [*paths, *data_files(policy, args)]
-        args = in_declared_order(policy, args)
+        args = in_declared_order(policy, normal_args(policy, args))
+    elif policy == "oracle":
+        args = oracle_args(args)
     files = runner.dependency_digests(paths)
     return replace(config, policy=policy, policy_args=tuple(args.items()), files=tuple(files.items()))
 

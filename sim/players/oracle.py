@@ -44,6 +44,12 @@ def oracle_options(policy_args: dict | None) -> int:
     return nodes
 
 
+def oracle_args(policy_args: dict[str, str]) -> dict[str, str]:
+    """The oracle's --policy-arg values as a run records them: nodes as the number searched, so that nodes=1e5
+    and nodes=100_000 are one setting (ValueError when bad)."""
+    return {"nodes": str(oracle_options(policy_args))} if "nodes" in policy_args else dict(policy_args)
+
+
 def oracle_game(deck: np.ndarray, rules: Rules, nodes: int, solver: Solver | None = None) -> GameTrace | None:
     """The solver's best line for a checked deck, replayed through the engine; None when it found no win."""
     solver = solver or shared_solver()
