@@ -227,6 +227,29 @@ def test_solve_default_directory_names_limits_and_modes(tmp_path, monkeypatch):
                                                                  "solve-seed0-n4-node_limit500"]
 
 
+def test_compare_of_solve_runs_names_sat_conflicts_only_where_a_sat_question_could_be_asked(tmp_path):
+    # SAT questions come after SAT_AFTER nodes: a best-score run with a smaller node limit asked none, yet beside
+    # a --first-win run (which records no sat_conflicts) it was labelled "sat_conflicts=1000000", and the runs were
+    # said to differ in "solver sat_conflicts"; beside a --sat-conflicts 0 run, in nothing else.
+    from sim.analysis.compare import compare_runs
+    from sim.solver.solver import SAT_AFTER
+
+    runs = {name: tmp_path / name for name in ("best", "first", "nosat")}
+    for name, extra in (("best", {}), ("first", {"first_win": True}), ("nosat", {"sat_conflicts": 0})):
+        sim.solve_run(sim.SolveConfig(n=3, node_limit=300, **extra), out=runs[name], workers=1)
+    c = compare_runs([runs["best"], runs["first"]])
+    assert c.header().endswith("the runs differ in: solver first_win")
+    assert [a.label for a in c.arms] == ["first_win=False", "first_win=True"]
+    assert compare_runs([runs["best"], runs["nosat"]]).header().endswith("the runs differ in: nothing but the directory")
+    r = invoke("compare", runs["best"], runs["first"], "--format", "json")
+    assert r.exit_code == 0 and "sat" not in r.stdout, r.stdout
+    from sim.jobs.solve import options_used
+
+    for limit, split, kept in ((None, 0, True), (SAT_AFTER, 0, True), (SAT_AFTER - 1, 0, False),
+                               (None, SAT_AFTER, True), (None, SAT_AFTER - 1, False)):
+        assert ("sat_conflicts" in options_used({"node_limit": limit, "split_after": split, "sat_conflicts": 5})) == kept
+
+
 def test_compare_two_solve_runs_deal_by_deal(tmp_path):
     small, large = tmp_path / "small", tmp_path / "large"
     sim.solve_run(sim.SolveConfig(n=12, node_limit=300), out=small, workers=1)

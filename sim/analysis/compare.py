@@ -49,6 +49,7 @@ from sim.engine.rules import Rules
 from sim.errors import Interrupted, magnitude
 from sim.jobs import runner
 from sim.jobs.play import DEFAULT_CHUNK, RunConfig, args_setting, default_out, resume, run, settled
+from sim.jobs.solve import options_used
 from sim.jobs.resume import finish_command
 from sim.jobs.runner import RunError, UsageError
 from sim.players.api import resolve
@@ -89,7 +90,8 @@ class RunInfo:
     kind: str = "run"
     """The manifest's kind: run (games of a policy) or solve (deals solved by `sim solve`)."""
     solve: dict = field(default_factory=dict)
-    """A solve run's solver options (first_win, node_limit, time_limit); empty for a run of games."""
+    """A solve run's solver options that acted on its deals (`options_used`: first_win, node_limit, time_limit,
+    split_after, sat_conflicts when SAT questions could be asked); empty for a run of games."""
     games_per_core_s: float | None = None
     """Games played per second per worker process, over the run's local sessions (None if unknown)."""
     policy_args: dict = field(default_factory=dict)
@@ -131,7 +133,7 @@ def run_info(run_dir: str | Path) -> RunInfo:
                    rules=dict(m.get("rules", {})), deal_algorithm=str(m.get("deal_algorithm")),
                    deals=m.get("deals"), deals_sha256=m.get("deals_sha256"), status=m.get("status", "unknown"),
                    record_deals=bool(m.get("record_deals", False)), kind=str(m.get("kind", "run")),
-                   solve=dict(m.get("solve") or {}), games_per_core_s=games_per_core_second(m.get("sessions")),
+                   solve=options_used(m.get("solve") or {}), games_per_core_s=games_per_core_second(m.get("sessions")),
                    policy_args=dict(m.get("policy_args") or {}))
 
 

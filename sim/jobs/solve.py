@@ -353,6 +353,16 @@ def solve_frame(cols: dict) -> pl.DataFrame:
 # --- summary and report ------------------------------------------------------------------------
 
 
+def options_used(options: dict) -> dict:
+    """A solve run's options as its manifest records them, less sat_conflicts when no SAT question could be
+    asked: they come once the serial search has used SAT_AFTER nodes, so a smaller node limit, or a smaller
+    split threshold (a split solve asks none), stops it first (a limit of exactly that many asks them). What a
+    summary or a comparison of the run names."""
+    limits = [k for k in (options.get("node_limit"), options.get("split_after")) if k]  # split_after 0: never
+    asks = not limits or min(limits) >= SAT_AFTER
+    return {k: v for k, v in options.items() if k != "sat_conflicts" or asks}
+
+
 @documented
 @dataclass(frozen=True)
 class SolveSummary:
@@ -408,12 +418,9 @@ class SolveSummary:
         d = self.deals or 1
         digits = max(2, len(str(self.deals)) - 3)  # enough to tell the interval's ends apart
         pct = lambda k: f"{k / d:.{digits}%}"  # noqa: E731
-        # The questions come once the search has used SAT_AFTER nodes, so a limit of exactly that many asks them.
-        asks = self.options.get("node_limit") is None or self.options["node_limit"] >= SAT_AFTER
         limits = ", ".join(f"{k.replace('_', ' ')} {v:g}" if isinstance(v, float) else f"{k.replace('_', ' ')} {v}"
-                           for k, v in self.options.items()
-                           if k not in ("first_win", "split_after") and v is not None
-                           and (k != "sat_conflicts" or asks)) or "no limit"
+                           for k, v in options_used(self.options).items()
+                           if k not in ("first_win", "split_after") and v is not None) or "no limit"
         if self.options.get("split_after", SPLIT_AFTER) != default_split_after(self.options.get("time_limit")):
             limits += f"; split after {self.options['split_after'] or 'never'}"
         out = [
