@@ -547,6 +547,30 @@ def test_score_labels_do_not_run_into_each_other_when_scores_go_past_24():
     assert [t.get_text() for t in default.axes[0].get_xticklabels()] == [str(s) for s in range(25)]
 
 
+def test_a_score_distribution_without_any_win_says_so_and_gets_no_invented_scale():
+    # sim run --policy random -n 200 --seed 1 wins none: its figure was an empty panel under a 0..0.06% scale.
+    from dataclasses import replace
+
+    from sim.analysis.report import RunReport
+
+    lost = RunReport(path="results/r", policy="random", n=200, seed=1, rules={}, deals="", status="complete",
+                     games=200, wins=0, losses=200, win_rate=0.0, win_rate_low=0.0, win_rate_high=0.02,
+                     score_counts=tuple((s, 0) for s in range(25)), score_mean=None, score_mean_low=None,
+                     score_mean_high=None, score_median=None, score_q1=None, score_q3=None,
+                     ends=(("too_many_face_down", 200),), cards_played_wins=(), cards_played_losses=((6, 200),),
+                     face_down_at_loss=((5, 200),))
+    won = replace(lost, path="results/g", wins=2, losses=198, score_counts=tuple((s, 2 * (s == 3)) for s in range(25)))
+    for reports, overlay in (([lost], False), ([lost, replace(lost, path="results/r2")], True)):
+        ax = plots.score_distribution_figure(reports, overlay=overlay).axes[0]
+        assert [t.get_text() for t in ax.texts] == ["no game was won: no score to draw"]
+        assert list(ax.get_yticks()) == []
+    ax = plots.score_distribution_figure([lost, won]).axes[0]  # one run's bars: nothing said, its scale kept
+    assert list(ax.texts) == [] and len(ax.get_yticks()) > 1
+    won_panel, lost_panel = plots.cards_played_figure([lost]).axes  # and its cards played by won games
+    assert [t.get_text() for t in won_panel.texts] == ["no game was won: nothing to draw"]
+    assert list(lost_panel.texts) == [] and len(lost_panel.get_yticks()) > 1
+
+
 def test_the_best_score_legend_hides_no_bar_and_no_value():
     # Three solve runs: the legend's six lines covered the tallest bars and their values at the top left.
     from pathlib import Path as P

@@ -175,6 +175,10 @@ def score_distribution_figure(reports, labels=None, overlay: bool = False, capti
     ax.set_title("Score distribution of won games")
     ax.grid(axis="y", alpha=0.3)
     ax.set_ylim(top=1.15 * ax.get_ylim()[1])  # room for the legend
+    if not any(r.wins for r in reports):  # no bar at all: said in the panel, with no invented scale of shares
+        ax.set_yticks([])
+        ax.annotate("no game was won: no score to draw", (0.5, 0.5), xycoords="axes fraction", ha="center",
+                    va="center", color="#555", bbox=LABEL_BOX)
     ax.legend(fontsize="small", loc="best")
     positions = np.arange(k)
     bars = ax_lost.bar(positions, lost_shares, 0.7, color=[_colour(i) for i in range(k)])
@@ -227,8 +231,10 @@ def cards_played_figure(reports, labels=None, caption: str | None = None):
         ax.set_ylabel(f"% of {what} games")
         ax.set_ylim(bottom=0)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # a count of cards: no half cards
-        if not span:  # nothing to draw: no invented scale
+        if not span:  # nothing to draw: said in the panel, with no invented scale
             ax.set_yticks([])
+            ax.annotate(f"no game was {what}: nothing to draw", (0.5, 0.5), xycoords="axes fraction", ha="center",
+                        va="center", color="#555", bbox=LABEL_BOX)
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small", loc="best")
     _caption(fig, run_caption(reports) if caption is None else caption)
