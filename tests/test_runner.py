@@ -322,6 +322,25 @@ def test_an_interrupt_swallowed_inside_a_run_is_raised_when_the_block_ends(monke
     assert reported == []
 
 
+def test_a_sigint_ignored_from_the_start_stays_ignored_and_sigterm_still_stops_the_run():
+    # `sim run ... &` from a script starts with SIGINT ignored (POSIX, no job control): it was ignored while the
+    # command started up and obeyed once the run's handler was in place. Now it is ignored throughout.
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    went_on = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with runner.interrupt_on_sigterm():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)  # a handler would have raised by now
+                went_on.append(signal.getsignal(signal.SIGINT))
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)  # the handler raises here
+        assert went_on == [signal.SIG_IGN]
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 @pytest.mark.slow
 def test_dead_worker_names_its_chunk_and_resume_finishes(tmp_path, read_games):
     out = tmp_path / "run"

@@ -709,11 +709,17 @@ def interrupt_on_sigterm():
     compiles) has its KeyboardInterrupt swallowed there: it is raised again
     when the block ends, so that it is never lost, and the traceback Python
     would print for it ("Exception ignored ...") is left out.
+
+    A SIGINT ignored when the block starts stays ignored, as Python leaves it
+    at start-up: a shell without job control starts a background job (`sim
+    run ... &` in a script) so, and such a job ignored Ctrl-C's signal in its
+    first moments and obeyed it later. SIGTERM still stops it.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     signalled = []
+    ignore_int = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
     def handler(signum, frame):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -726,7 +732,7 @@ def interrupt_on_sigterm():
             report(info)
 
     previous = signal.signal(signal.SIGTERM, handler)
-    previous_int = signal.signal(signal.SIGINT, handler)
+    previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN if ignore_int else handler)
     previous_hook, sys.unraisablehook = sys.unraisablehook, unraisable
     try:
         yield
