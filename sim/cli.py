@@ -162,7 +162,8 @@ def library_errors(verbose: int = 0):
 def stopping() -> None:
     """Ignore Ctrl-C from here to the exit: the command has stopped, or is about to say its result or why it
     stopped. A second Ctrl-C (pressed twice, or held) would only cut into the flush of the last log records at
-    exit, with a traceback, or end the process before it says what was kept."""
+    exit, with a traceback, or end the process before it says what was kept. For the command line only, whose
+    process ends next: the library (`sim.run`, ...) leaves the handlers as it found them."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)

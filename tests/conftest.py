@@ -32,6 +32,22 @@ def read_games():
     return games_of
 
 
+@pytest.fixture(autouse=True)
+def signal_handlers_restored():
+    """Each test starts with the SIGINT and SIGTERM handlers the last one started with.
+
+    A command that stops on Ctrl-C ignores SIGINT from then on (`sim.cli.stopping`: its process is about to
+    exit). Invoked in this process (typer's CliRunner), it would leave every later test here ignoring the
+    SIGINT it sends to interrupt a run.
+    """
+    import signal
+
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for s, handler in handlers.items():
+        signal.signal(s, handler)
+
+
 WARM_UP_GROUPS = (("lookahead", "planner", "train"), ("rollout", "oracle", "split"))
 """Policies the suite plays (and `sim train`'s self-play), compiled before the test workers start,
 one group per process.
