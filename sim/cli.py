@@ -153,6 +153,9 @@ def library_errors(verbose: int = 0):
     except Interrupted as e:
         stopping()
         fail(str(e), 130)
+    except KeyboardInterrupt:  # outside the runs' own handlers (reading runs for a report, say): nothing to resume
+        stopping()
+        fail("interrupted", 130)
     except (RunError, PolicyError) as e:
         if verbose:
             log.exception("failed")

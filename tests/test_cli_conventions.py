@@ -711,3 +711,18 @@ def test_v_shows_where_a_policy_raised_in_a_worker(tmp_path):
     assert f'File "{plugin}", line 3, in choose' in r.stderr, r.stderr  # the worker's traceback
     r = subprocess.run([*args, "--out", str(tmp_path / "q")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+def test_ctrl_c_outside_a_run_s_own_handlers_says_so_in_one_line(tmp_path, monkeypatch):
+    # A Ctrl-C while `sim report` read its runs (or compare its analysis) ended the command with exit 130 and
+    # not a word; it now says it was interrupted, as a run does.
+    from sim.analysis import report
+
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=20), out=out, workers=1)
+
+    def pressed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "load_reports", pressed)
+    assert one_line_error(cli.invoke(app, ["report", str(out)]), 130) == "Error: interrupted"
