@@ -458,3 +458,24 @@ def test_the_oracle_gets_only_its_own_policy_args_beside_another_policy(tmp_path
         "greedy-seed0-n2", "heuristic-weightsdefault-seed0-n2", "oracle-nodes500-seed0-n2"]
     r = cli.invoke(app, ["replay", *args, "--policy", "heuristic", "--policy-arg", "weights=default", "--game", "1"])
     assert r.exit_code == 0 and "policy: oracle nodes=500" in r.output, r.output
+
+
+
+def test_each_part_is_verified_once_whatever_the_number_of_batches(tmp_path, monkeypatch, read_games):
+    # Parts of 100 and 150 games joined in batches smaller and larger than a part: the same counts as a direct
+    # join, and each run's parts checked once (not once per batch, which grew with the games times the parts).
+    from sim.jobs import runner
+
+    a = sim.run(sim.RunConfig(policy="greedy", n=1000, seed=6), workers=1, chunk_size=100, out=tmp_path / "a").path
+    b = sim.run(sim.RunConfig(policy="random", n=1000, seed=6), workers=1, chunk_size=150, out=tmp_path / "b").path
+    expected = joined_counts(read_games, a, b)
+    parts = sorted((a / "games").iterdir()) + sorted((b / "games").iterdir())  # 10 + 7
+    checked = []
+    real = runner._part_problem
+    monkeypatch.setattr(runner, "_part_problem", lambda path, *args: checked.append(path) or real(path, *args))
+    for batch in (70, 250, 10_000):
+        checked.clear()
+        (p,) = compare_runs([a, b], batch=batch).pairs
+        assert sorted(checked) == parts
+        assert (p.games, p.wins_a, p.wins_b, p.both, p.a_only, p.b_only) == tuple(
+            expected[k] for k in ("games", "wins_a", "wins_b", "both", "a_only", "b_only"))

@@ -462,9 +462,21 @@ def _signed_ci(lo: float, hi: float, digits: int) -> str:
     return "-" if math.isnan(lo) else f"{pp_text(lo, digits)} .. {pp_text(hi, digits)}"
 
 
-def _scan(path: str, i: int) -> pl.LazyFrame:
-    """game, won{i}, score{i} of a run; for a solve run, won is "a winning line was found" and score the best found."""
-    lf = pl.scan_parquet(runner.run_parts(path))
+def _part_ranges(path: str) -> list[tuple[int, int, Path]]:
+    """(first game, last game, file) of each verified part of a run, verified once for all the batches."""
+    m = runner.read_manifest(Path(path))
+    n, size = int(m["n"]), int(m["chunk_size"])
+    ranges = []
+    for part in runner.run_parts(path, m):
+        k = int(part.name[len("part-"):-len(".parquet")])
+        ranges.append((k * size, min((k + 1) * size, n) - 1, part))
+    return ranges
+
+
+def _scan(path: str, i: int, parts: list[Path]) -> pl.LazyFrame:
+    """game, won{i}, score{i} of these parts of a run; for a solve run, won is "a winning line was found" and
+    score the best found."""
+    lf = pl.scan_parquet(parts)
     try:
         names = lf.collect_schema().names()
     except (pl.exceptions.PolarsError, OSError) as e:
@@ -500,9 +512,13 @@ def paired_sums(paths: list[str], n: int, batch: int = BATCH) -> dict[str, int]:
         exprs += [per_deal.sum().cast(pl.Int64).alias(f"psum{i}_{j}"),
                   (per_deal * per_deal).sum().cast(pl.Int64).alias(f"psq{i}_{j}")]
     totals: dict[str, int] = {}
+    ranges = [_part_ranges(p) for p in paths]
     for lo in range(0, n, batch):
         hi = min(n, lo + batch)
-        frames = [_scan(p, i).filter(pl.col("game").is_between(lo, hi - 1)) for i, p in enumerate(paths)]
+        parts = [[part for first, last, part in r if first < hi and last >= lo] for r in ranges]
+        if not all(parts):  # a run with no part holding these games: none of them is joined
+            continue
+        frames = [_scan(p, i, parts[i]).filter(pl.col("game").is_between(lo, hi - 1)) for i, p in enumerate(paths)]
         joined = frames[0]
         for f in frames[1:]:
             joined = joined.join(f, on="game", how="inner")
