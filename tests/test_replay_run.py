@@ -116,3 +116,22 @@ def test_a_plugin_s_run_replays_only_with_the_plugin_named_as_a_resume_needs_it(
     assert r.exit_code == 0, r.output
     policies = [line for line in r.stdout.splitlines() if line.startswith("policy: ")]
     assert [p.split()[1] for p in policies] == [f"{tmp_path / 'lowest.py'}:choose", "greedy"]
+
+
+def test_a_game_of_a_run_checks_and_reads_only_the_part_that_holds_it(tmp_path, monkeypatch):
+    # One game of a run of many parts: its own part is verified (a changed one is refused), the others are not
+    # read at all, so the replay costs the same whatever the run's size.
+    from sim.jobs import runner
+
+    out = tmp_path / "greedy"
+    sim.run(sim.RunConfig(policy="greedy", n=60, seed=3), workers=1, chunk_size=10, out=out)
+    checked = []
+    real = runner._part_problem
+    monkeypatch.setattr(runner, "_part_problem", lambda path, *args: checked.append(path.name) or real(path, *args))
+    r = replay_run(out, 57)
+    assert checked == ["part-00005.parquet"] and (r.seed, r.game) == (3, 57)
+    (out / "games" / "part-00005.parquet").write_bytes(b"not a part")
+    with pytest.raises(RunError, match="part-00005.parquet"):
+        replay_run(out, 57)
+    with pytest.raises(UsageError, match="holds no game 60"):
+        replay_run(out, 60)

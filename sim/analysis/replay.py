@@ -107,18 +107,18 @@ def replay_run(run_dir, game: int, named=()) -> Replay:
     """
     import polars as pl
 
-    from sim.analysis.datasets import load
     from sim.engine.cards import deal
     from sim.errors import RunError, UsageError
     from sim.jobs.play import is_plugin
-    from sim.jobs.runner import changed_files, read_manifest, recorded_decks
+    from sim.jobs.runner import changed_files, read_manifest, recorded_decks, run_parts
 
     run_dir = Path(run_dir)
     m = read_manifest(run_dir)
     if isinstance(game, bool) or not isinstance(game, int) or game < 0:
         raise UsageError(f"game must be a whole number >= 0, not {game!r}")
-    rows = load(run_dir).filter(pl.col("game") == game).collect()
-    if rows.height == 0:
+    parts = run_parts(run_dir, m, game)  # only the part that holds the game is checked and read
+    rows = pl.scan_parquet(parts).filter(pl.col("game") == game).collect() if parts else None
+    if rows is None or rows.height == 0:
         raise UsageError(f"{run_dir} holds no game {game} (games 0..{m.get('n', 0) - 1}"
                          + ("" if m.get("status") == "complete" else f", {m.get('status')}: only its finished parts")
                          + ")")

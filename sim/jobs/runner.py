@@ -492,8 +492,9 @@ def _older_options(got: str, want: str) -> bool:
     return isinstance(old, dict) and isinstance(new, dict) and all(new.get(k) == v for k, v in old.items())
 
 
-def run_parts(run_dir: str | Path, m: dict | None = None) -> list[Path]:
-    """The part files of a run, each verified before it is trusted.
+def run_parts(run_dir: str | Path, m: dict | None = None, game: int | None = None) -> list[Path]:
+    """The part files of a run, each verified before it is trusted; with `game`, only the part that holds it
+    (none when the manifest lists no such part), so that one game is read without checking every part.
 
     Only the parts the manifest lists count; other files in games/ are
     ignored with a warning. Each must have the SHA-256 the manifest recorded
@@ -510,7 +511,10 @@ def run_parts(run_dir: str | Path, m: dict | None = None) -> list[Path]:
         log.warning("%s: ignoring %s, which is not a part of this run", run_dir, Path(GAMES) / name)
     recorded = m.get("part_info") or {}
     paths = []
-    for name in sorted(m.get("parts") or {}):
+    names = sorted(m.get("parts") or {})
+    if game is not None:
+        names = [name for name in names if name == part_name(game // chunk_size)]
+    for name in names:
         k = _chunk_of(name)
         path = run_dir / GAMES / name
         if k is None or not path.is_file():
@@ -532,7 +536,7 @@ def run_parts(run_dir: str | Path, m: dict | None = None) -> list[Path]:
         if problem:
             raise RunError(f"{problem}; resume the run to play it again")
         paths.append(path)
-    short = short_listing(m, paths)
+    short = short_listing(m, paths) if game is None else None
     if short:
         log.warning("%s: the manifest says complete but lists %d of its %d parts: only their games are read; "
                     "resume the run to finish it", run_dir, *short)
