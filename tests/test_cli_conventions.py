@@ -726,3 +726,14 @@ def test_ctrl_c_outside_a_run_s_own_handlers_says_so_in_one_line(tmp_path, monke
 
     monkeypatch.setattr(report, "load_reports", pressed)
     assert one_line_error(cli.invoke(app, ["report", str(out)]), 130) == "Error: interrupted"
+
+
+@pytest.mark.parametrize("command", ["run", "solve"])
+def test_a_chunk_larger_than_a_worker_should_hold_is_refused_before_anything_is_made(tmp_path, command):
+    # --chunk-size 1e12 was taken, and the first worker failed asking for 931 GiB, leaving a run behind.
+    out = tmp_path / "big"
+    r = cli.invoke(app, [command, "-n", "2e7", "--chunk-size", "2e7", "-w", "1", "--out", str(out)])
+    unit = "games" if command == "run" else "deals"
+    assert one_line_error(r) == (f"Error: --chunk-size 20,000,000 is more than a worker should hold at once; "
+                                 f"at most 10,000,000 {unit} a part")
+    assert not out.exists()

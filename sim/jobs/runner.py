@@ -57,6 +57,10 @@ FORMAT = "foursquare-sim run"
 FORMAT_VERSION = 1
 MAX_CHUNKS = 10**8
 """More parts than this is a mistake (or a chunk size of 1 on a huge run): refused."""
+MAX_CHUNK_SIZE = 10**7
+"""Rows of one part: a worker holds a part's columns (tens of bytes a game, more with --record-deals) in memory
+while it plays it, so a larger chunk is refused before anything is made rather than failing in the worker
+(--chunk-size 1e12 asked for 931 GiB)."""
 MANIFEST_EVERY = 5.0
 """Seconds: a part written at least this long after the manifest's last write rewrites it, so that
 `sim report` on a run still going sees its parts (a resume finds unlisted parts on disk anyway)."""
@@ -1192,6 +1196,9 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
         chunk_size = job.default_chunk_size(config.n, chosen.workers)
     if chunk_size < 1:
         raise UsageError(f"chunk_size must be at least 1, not {chunk_size}", "chunk_size")
+    if chunk_size > MAX_CHUNK_SIZE:
+        raise UsageError(f"chunk_size {chunk_size:,} is more than a worker should hold at once; at most "
+                         f"{MAX_CHUNK_SIZE:,} {job.unit}s a part", "chunk_size")
     if chunk_count(config.n, chunk_size) > MAX_CHUNKS:
         raise UsageError(f"chunk_size {chunk_size} makes more than {MAX_CHUNKS:,} parts of {config.n:,} rows; "
                          f"use a larger one", "chunk_size")
