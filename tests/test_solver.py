@@ -487,3 +487,32 @@ def test_the_first_solve_is_compiled_before_its_clock_starts():
             "print(before, len(search.search_run.signatures))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["0", "1"]
+
+
+def test_solves_in_threads_of_one_process_do_not_share_a_search():
+    # A Dask worker with several threads plays several chunks at once in one process (sim solve, the oracle), and
+    # sim.solve may be called from threads: each solve must get the rows it gets alone, not a search whose buffers
+    # and table another thread's solve is writing into at the same time.
+    import sys
+    import threading
+
+    decks = [sim.deal(0, g) for g in (18, 28, 3, 5)]
+    alone = [solve(d, node_limit=60_000) for d in decks]
+    got = {}
+
+    def work(k):
+        got[k] = [solve(d, node_limit=60_000) for d in decks[k:] + decks[:k]]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # the threads take turns between the search's slices, as a busy worker's do
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    key = lambda r: (r.outcome, r.score, r.proven_best, r.nodes, r.moves, r.score_bound)  # noqa: E731
+    for k in range(2):
+        assert [key(r) for r in got[k]] == [key(r) for r in alone[k:] + alone[:k]]

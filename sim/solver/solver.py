@@ -23,6 +23,7 @@ counted in nodes, as tasks any worker can run (`search_subtree`);
 """
 
 import math
+import threading
 import time
 from dataclasses import dataclass
 
@@ -391,16 +392,18 @@ def level_profile(solver: Solver, cards, rules: Rules, level: int, node_limit: i
                         int(x.ctl[CTL_TT_OVERWRITES]))
 
 
-_SOLVER: Solver | None = None
+_SOLVERS = threading.local()
+"""Each thread's solver: a Dask worker with several threads solves several chunks at once in one process."""
 
 
 def shared_solver() -> Solver:
-    """One solver per process (its transposition table is allocated on first use, in the worker)."""
-    global _SOLVER
-    if _SOLVER is None:
+    """One solver per thread of a process, made on first use (in the worker): its search buffers and table hold
+    one solve at a time, and a solve sharing them with another thread's would get that solve's nodes and wins."""
+    solver = getattr(_SOLVERS, "solver", None)
+    if solver is None:
         warm_up()
-        _SOLVER = Solver()
-    return _SOLVER
+        solver = _SOLVERS.solver = Solver()
+    return solver
 
 
 def warm_up(splits: bool = False) -> None:
