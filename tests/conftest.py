@@ -26,6 +26,24 @@ def games_of(run_dir):
     return pl.read_parquet(Path(run_dir) / "games" / "*.parquet").sort("game")
 
 
+def interrupted_deals_run(tmp_path, decks: int, chunk_size: int):
+    """A run of the first `decks` deals of seed 4 from a JSON lines file, as if interrupted: its third part gone
+    and its manifest incomplete. Returns (deal file, run directory, every row it had)."""
+    import json
+
+    import sim
+
+    path = tmp_path / "decks.jsonl"
+    path.write_text("".join(json.dumps({"deck": [int(c) for c in sim.deal(4, g)]}) + "\n" for g in range(decks)))
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=None, deals=str(path)), out=out, workers=1, chunk_size=chunk_size)
+    rows = games_of(out)
+    m = json.loads((out / "manifest.json").read_text())
+    (out / "games" / "part-00002.parquet").unlink()
+    (out / "manifest.json").write_text(json.dumps({**m, "status": "incomplete"}))
+    return path, out, rows
+
+
 @pytest.fixture
 def read_games():
     """games_of: run directory -> its rows as one polars DataFrame, sorted by game."""

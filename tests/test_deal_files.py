@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import sim
 from sim.cli import app
 
-from conftest import games_of
+from conftest import games_of, interrupted_deals_run
 
 cli = CliRunner()
 
@@ -34,14 +34,7 @@ def test_an_unreadable_deal_file_is_a_one_line_error_and_resume_says_why(tmp_pat
     # with exit code 1, and a resume would have called the file changed.
     import os
 
-    path = tmp_path / "decks.jsonl"
-    path.write_text(deck_lines(4, 12))
-    out = tmp_path / "r"
-    sim.run(sim.RunConfig(n=None, deals=str(path)), out=out, workers=1, chunk_size=4)
-    want = games_of(out)
-    m = json.loads((out / "manifest.json").read_text())
-    (out / "games" / "part-00002.parquet").unlink()
-    (out / "manifest.json").write_text(json.dumps({**m, "status": "incomplete"}))
+    path, out, want = interrupted_deals_run(tmp_path, 12, 4)
     read_bytes = Path.read_bytes
 
     def denied(self):

@@ -28,7 +28,7 @@ import sim
 from sim.cli import app
 from sim.jobs import runner
 
-from conftest import games_of
+from conftest import games_of, interrupted_deals_run
 
 ROOT = Path(__file__).resolve().parent.parent
 cli = CliRunner()
@@ -429,14 +429,7 @@ def test_a_sweep_finishes_its_own_interrupted_run_and_never_takes_over_a_folder(
 
 
 def test_resume_refuses_a_deal_file_that_changed_or_is_gone(tmp_path):
-    path = tmp_path / "decks.jsonl"
-    path.write_text("".join(json.dumps({"deck": list(sim.deal(4, g))}) + "\n" for g in range(30)))
-    out = tmp_path / "r"
-    sim.run(sim.RunConfig(n=None, deals=str(path)), out=out, workers=1, chunk_size=10)
-    want = games_of(out)
-    m = json.loads((out / "manifest.json").read_text())
-    (out / "games" / "part-00002.parquet").unlink()
-    (out / "manifest.json").write_text(json.dumps({**m, "status": "incomplete"}))
+    path, out, want = interrupted_deals_run(tmp_path, 30, 10)
     original = path.read_text()
     path.write_text(original.replace(json.dumps({"deck": list(sim.deal(4, 25))}),
                                      json.dumps({"deck": list(sim.deal(4, 99))})))
