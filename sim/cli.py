@@ -135,12 +135,14 @@ def _usage_message(e) -> str:
 
 
 @contextlib.contextmanager
-def library_errors(verbose: int = 0):
+def library_errors(verbose: int = 0, interrupted: str = "interrupted"):
     """Map the library's errors to messages and exit codes: bad input 2, failure 1, interrupted 130.
 
     The library raises UsageError/ValueError for bad input, RunError or
     PolicyError when work cannot finish, Interrupted on Ctrl-C/SIGTERM; this
-    is the only place that turns them into exits.
+    is the only place that turns them into exits. A KeyboardInterrupt that no
+    run's handler turned into Interrupted (tune's search, a report reading its
+    runs) says `interrupted`.
     """
     from sim.errors import Interrupted, PolicyError, RunError, UsageError
 
@@ -155,7 +157,7 @@ def library_errors(verbose: int = 0):
         fail(str(e), 130)
     except KeyboardInterrupt:  # outside the runs' own handlers (reading runs for a report, say): nothing to resume
         stopping()
-        fail("interrupted", 130)
+        fail(interrupted, 130)
     except (RunError, PolicyError) as e:
         if verbose:
             log.exception("failed")
@@ -929,16 +931,12 @@ def tune(
         f"baseline: train win rate {fmt_pct(rate)} (default weights; {train})", err=True))
     # The baseline, every candidate, then the tuned weights on the training and the validation games.
     bar = games_bar((1 + rounds * population + 2) * count, quiet, "search")
-    try:
-        with library_errors(verbose), bar, interrupt_on_sigterm():
-            result = run_tune(policy, count, seed=seed, rounds=rounds, population=population, elite=elite,
-                              validation_seed=validation_seed, rules=parse_rules(rule),
-                              workers=workers or os.cpu_count() or 1,
-                              on_round=above(bar, report), on_baseline=above(bar, baseline), on_games=bar.update,
-                              on_other_games=bar.update)
-    except KeyboardInterrupt:
-        stopping()
-        fail("interrupted; nothing written", 130)
+    with library_errors(verbose, interrupted="interrupted; nothing written"), bar, interrupt_on_sigterm():
+        result = run_tune(policy, count, seed=seed, rounds=rounds, population=population, elite=elite,
+                          validation_seed=validation_seed, rules=parse_rules(rule),
+                          workers=workers or os.cpu_count() or 1,
+                          on_round=above(bar, report), on_baseline=above(bar, baseline), on_games=bar.update,
+                          on_other_games=bar.update)
     data = result.as_json()
     if out is not None:
         write_or_print(out, data)
@@ -1032,16 +1030,12 @@ def train(
                    f"win rate {fmt_pct(s['win_rate'])}, mean score per deal {s['mean_score_per_deal']:.2f}; {fitted}",
                    err=True)
     bar = games_bar(rounds * count + 2 * held_out, quiet, "self-play, then held-out")
-    try:
-        with library_errors(verbose), bar, interrupt_on_sigterm():
-            result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge, loss=loss, bootstrap=bootstrap,
-                               decay=decay,
-                               validation_seed=validation_seed, validation_n=held_out, rules=parse_rules(rule),
-                               on_round=above(bar, None if quiet else report), on_games=bar.update,
-                               notify=above(bar, lambda message: say(message, quiet)))
-    except KeyboardInterrupt:
-        stopping()
-        fail("interrupted; nothing written", 130)
+    with library_errors(verbose, interrupted="interrupted; nothing written"), bar, interrupt_on_sigterm():
+        result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge, loss=loss, bootstrap=bootstrap,
+                           decay=decay,
+                           validation_seed=validation_seed, validation_n=held_out, rules=parse_rules(rule),
+                           on_round=above(bar, None if quiet else report), on_games=bar.update,
+                           notify=above(bar, lambda message: say(message, quiet)))
     if out is not None:
         write_or_print(out, result.as_json())
     if fmt == "json":
