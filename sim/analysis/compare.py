@@ -468,7 +468,7 @@ def _part_ranges(path: str) -> list[tuple[int, int, Path]]:
     n, size = int(m["n"]), int(m["chunk_size"])
     ranges = []
     for part in runner.run_parts(path, m):
-        k = int(part.name[len("part-"):-len(".parquet")])
+        k = runner.chunk_of(part.name)  # a verified part's name is one
         ranges.append((k * size, min((k + 1) * size, n) - 1, part))
     return ranges
 

@@ -393,7 +393,7 @@ def _manifest(job: Job, config, p: _Progress, status: str) -> dict:
 # --- the parts of a run ---------------------------------------------------------------------
 
 
-def _chunk_of(name: str) -> int | None:
+def chunk_of(name: str) -> int | None:
     """k for a file called part-k.parquet (5 or more digits), else None."""
     if not (name.startswith("part-") and name.endswith(".parquet")):
         return None
@@ -442,7 +442,7 @@ def stray_files(run_dir: Path, chunks: int | None = None) -> list[str]:
         return []
     limit = math.inf if chunks is None else chunks
     return sorted(e.name for e in os.scandir(games_dir)
-                  if TMP_MARK not in e.name and (_chunk_of(e.name) is None or _chunk_of(e.name) >= limit))
+                  if TMP_MARK not in e.name and (chunk_of(e.name) is None or chunk_of(e.name) >= limit))
 
 
 def _expected_metadata(m: dict) -> dict[str, str]:
@@ -519,7 +519,7 @@ def run_parts(run_dir: str | Path, m: dict | None = None, game: int | None = Non
     if game is not None:
         names = [name for name in names if name == part_name(game // chunk_size)]
     for name in names:
-        k = _chunk_of(name)
+        k = chunk_of(name)
         path = run_dir / GAMES / name
         if k is None or not path.is_file():
             raise RunError(f"{path}: listed in the manifest but missing; finish the run with --resume")
@@ -565,7 +565,7 @@ def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> d
     recorded = (m or {}).get("part_info") or {}
     kept = {}
     for name in sorted(e.name for e in os.scandir(games_dir)) if games_dir.is_dir() else []:
-        k = _chunk_of(name)
+        k = chunk_of(name)
         if k is None or k >= chunk_count(n, chunk_size):
             continue
         path = games_dir / name
@@ -1039,7 +1039,7 @@ def _prepare_dir(run_dir: Path, force: bool, held: str = "a run") -> None:
 def _own_parts(games_dir: Path):
     """The files of `games_dir` that a run owns: its part files and temporary files left by its writes."""
     if games_dir.is_dir():
-        yield from (Path(e.path) for e in os.scandir(games_dir) if _chunk_of(e.name) is not None or TMP_MARK in e.name)
+        yield from (Path(e.path) for e in os.scandir(games_dir) if chunk_of(e.name) is not None or TMP_MARK in e.name)
 
 
 def _set_aside(run_dir: Path) -> None:
