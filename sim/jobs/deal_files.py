@@ -92,7 +92,8 @@ def _at_once(raw) -> np.ndarray | None:
     """The decks as one array, all checked at once, when every one is 40 integer ranks of a right deck; else None,
     and the check deck by deck says what is wrong, and where.
 
-    A million decks that `--record-deals` wrote take well under a second so, against seconds deck by deck.
+    Parquet decks as `--record-deals` writes them are read about 15 times as fast so, JSON lines about twice
+    (benchmarks/deal_files.py).
     """
     import polars as pl
 
@@ -112,8 +113,8 @@ def _at_once(raw) -> np.ndarray | None:
             return None
         array = flat.to_numpy().reshape(len(raw), K.DECK_SIZE)
     else:
-        # JSON's true and false read as 1 and 0 in an array of numbers: only decks of plain numbers are taken
-        # at once (isinstance(True, int) holds, so the check deck by deck refuses them itself).
+        # JSON's true and false would read as 1 and 0 in an array of numbers: a deck holding anything but plain
+        # ints goes deck by deck, which refuses them.
         if any(type(deck) is not list or any(type(v) is not int for v in deck) for deck in raw):
             return None
         try:
