@@ -307,3 +307,23 @@ def test_pages_fit_a_phone_screen_without_scrolling_sideways(browser, runs, tmp_
             assert opened.errors == []
         finally:
             opened.close()
+
+
+def test_long_names_break_to_fit_a_phone_screen(browser, runs, tmp_path):
+    # A plugin's path in the replay's title and board heading, and a run named after a heuristic's seven weights
+    # in the report's headings, ran 200 to 400 px past a phone's screen: they now break where they must.
+    plugin = str(Path(__file__).resolve().parent.parent / "examples" / "python_policy.py") + ":FewestFaceDown"
+    replay = write_replay(tmp_path, "--seed", "0", "--game", "5", "-p", plugin, "-p", "heuristic")
+    long = tmp_path / "heuristic-weights1.5_-2.25_0.75_3.125_-0.5_2_1_-3.8167_-16.6057_-2.1969_-1.4487-seed6-n300"
+    shutil.copytree(runs[0], long)
+    report = tmp_path / "report.html"
+    res = cli.invoke(app, ["report", str(long), str(runs[1]), "--html", str(report), "-q"])
+    assert res.exit_code == 0, res.output
+    for path in (replay, report):
+        opened = Opened(browser, path, width=390, height=844)
+        try:
+            wide, seen = opened.page.evaluate("[document.documentElement.scrollWidth, "
+                                              "document.documentElement.clientWidth]")
+            assert wide <= seen, (path.name, wide, seen)
+        finally:
+            opened.close()

@@ -17,7 +17,7 @@ from sim.version import __version__
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto; max-width: 72em;
-       padding: 0 1em; color: #222; line-height: 1.4; }
+       padding: 0 1em; color: #222; line-height: 1.4; overflow-wrap: break-word; }  /* a long run name breaks */
 h1 { font-weight: 650; margin-bottom: 0.2em; }
 h2 { font-weight: 600; margin-top: 1.8em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
 h3 { font-weight: 600; margin: 0.2em 0 0.4em; }

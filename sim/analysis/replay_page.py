@@ -131,7 +131,7 @@ TEMPLATE = r"""<!DOCTYPE html>
 body { margin: 0; font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--ink);
        background: #eef1ef; }
 header { padding: 0.8em 1.2em 0.4em; }
-h1 { font-size: 1.35em; margin: 0 0 0.2em; font-weight: 650; }
+h1 { font-size: 1.35em; margin: 0 0 0.2em; font-weight: 650; overflow-wrap: anywhere; }  /* a plugin's path breaks */
 .meta { color: var(--muted); font-size: 0.8em; margin: 0; }
 .meta code { background: #e2e6e3; padding: 0.05em 0.3em; border-radius: 3px; }
 .controls { position: sticky; top: 0; z-index: 5; display: flex; flex-wrap: wrap; align-items: center;
@@ -154,7 +154,8 @@ h1 { font-size: 1.35em; margin: 0 0 0.2em; font-weight: 650; }
 main { display: flex; flex-wrap: wrap; gap: 1.2em; padding: 0.8em 1.2em 1.5em; align-items: flex-start; }
 .game { background: #fff; border-radius: 10px; box-shadow: 0 1px 5px rgba(0,0,0,0.12); padding: 0.8em 1em 1em;
         flex: 0 1 auto; max-width: 100%; }
-.game h2 { font-size: 1.1em; margin: 0 0 0.4em; display: flex; gap: 0.6em; align-items: baseline; }
+.game h2 { font-size: 1.1em; margin: 0 0 0.4em; display: flex; flex-wrap: wrap; gap: 0 0.6em; align-items: baseline;
+           overflow-wrap: anywhere; }
 .game h2 .sub { font-weight: 400; color: var(--muted); font-size: 0.85em; }
 .row { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; }
 .board { background: var(--felt); border-radius: 10px; display: block; max-width: 100%; height: auto; }
