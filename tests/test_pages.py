@@ -383,6 +383,25 @@ def test_long_run_labels_are_wrapped_at_their_spaces_not_turned():
     assert all(t.get_rotation() == 30 for t in one_word.axes[1].get_xticklabels())  # nowhere to wrap: turned
 
 
+def test_run_names_too_long_to_turn_get_a_row_each():
+    # Turned, a run named after a heuristic's seven weights reached down half the figure: the panels were
+    # squeezed until "win rate" and "mean score of wins" ran into each other. A row each, the name in one line.
+    long = ["heuristic-weights-3.8167_-16.6057_-2.1969_-15.6904_-1.4487_1.1991_3.9846-seed0-n200", "greedy-seed0-n200",
+            "/home/me/path/to/some_long_plugin_file.py:FewestFaceDown"]
+    fig = plots.win_rate_figure(long, [0.845, 0.145, 0.145], [0.79, 0.10, 0.10], [0.89, 0.2, 0.2], [14.4, 4.3, 4.3],
+                                "win rate")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ticks = fig.axes[0].get_yticklabels()
+    assert [t.get_text() for t in ticks] == long and all(t.get_rotation() == 0 for t in ticks)
+    assert all(fig.bbox.x0 <= t.get_window_extent(renderer).x0 for t in ticks)
+    panels = [ax.get_window_extent(renderer) for ax in fig.axes if ax.axison]
+    assert len(panels) == 2 and all(p.height >= 0.4 * fig.bbox.height for p in panels)
+    axis_labels = [a.get_window_extent(renderer) for ax in fig.axes for a in (ax.xaxis.label, ax.yaxis.label)
+                   if a.get_text()]
+    assert not any(a.overlaps(b) for i, a in enumerate(axis_labels) for b in axis_labels[i + 1:])
+
+
 def test_a_caption_is_wrapped_to_the_width_it_is_drawn_at():
     """Each line of a figure's caption fits the figure as drawn (directory names are wider than a per-character
     estimate allowed: a sweep's caption ran past the edge), and a name wider than the figure is cut, not lost."""

@@ -282,7 +282,10 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
     wrapped = [str(v) if "\n" in str(v) else textwrap.fill(str(v), chars, break_long_words=False) for v in labels]
     longest = max((len(line) for v in wrapped for line in v.splitlines()), default=0)
     rotate = longest * CAPTION_CHAR_PX * 0.9 > column
-    if k > ROWS_ABOVE or (rotate and any("\n" in str(v) for v in labels)):
+    # Turned at 30 degrees, a label reaches down half its length: a run named after a heuristic's seven weights
+    # or a plugin's path took half the figure's height, squeezing the panels until their axis labels overlapped.
+    too_deep = rotate and longest * CAPTION_CHAR_PX * 0.9 / 2 > 0.25 * 5.2 * DPI
+    if k > ROWS_ABOVE or too_deep or (rotate and any("\n" in str(v) for v in labels)):
         return _win_rate_rows(labels, rates, lows, highs, scores, title, score_lows, score_highs, caption, digits)
     fig = _figure(width, 5.2)
     ax, ax2 = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
