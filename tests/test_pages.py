@@ -194,6 +194,30 @@ def test_cards_played_draws_a_count_no_game_ended_on_at_0(runs):
     assert list(won[1].get_ydata()) == [100 * counts.get(c, 0) / heuristic.wins for c in span]
 
 
+def test_cards_played_legends_of_many_long_run_names_go_under_their_panels(runs):
+    # Eight runs, some named after a heuristic's seven weights: the legends were wider than their panels, over
+    # each other and the lines, and the panels shrank to nothing.
+    from dataclasses import replace
+
+    greedy, random, heuristic = load_reports(runs)
+    names = ["g", "heuristic-weights-3.8167_-16.6057_-2.1969_-15.6904_-1.4487_1.1991_3.9846-seed0-n200",
+             "heuristic-weights1.5_-2.25_0.75_3.125_-0.5_2_1-seed0-n200", "some_long_plugin_file.FewestFaceDown-seed0-n200"]
+    reports = [replace(r, path=f"results/{name}{i}{r.policy[0]}") for i, name in enumerate(names)
+               for r in (greedy, heuristic)]
+    fig = plots.cards_played_figure(reports)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    panels = [ax.get_window_extent(renderer) for ax in fig.axes]
+    legends = [ax.get_legend().get_window_extent(renderer) for ax in fig.axes]
+    assert all(p.height >= 0.35 * fig.bbox.height and p.width >= 0.35 * fig.bbox.width for p in panels), ([p.bounds for p in panels], fig.bbox.bounds)
+    assert not any(legend.overlaps(p) for legend in legends for p in panels)
+    assert not legends[0].overlaps(legends[1])
+    assert all(fig.bbox.x0 <= b.x0 and b.x1 <= fig.bbox.x1 and fig.bbox.y0 <= b.y0 for b in legends)
+    for ax in fig.axes:  # every run still listed, whole
+        texts = ["".join(t.split()) for t in legend_texts(ax)]  # the lines of a name wrapped at its width, joined
+        assert len(texts) == len(reports) and all(t.startswith(r.name + "(") for t, r in zip(texts, reports))
+
+
 def test_frontier_labels_stay_inside_the_panel():
     # Long run names (a solve run's settings) near the right edge go on the left of their point.
     long = ["node_limit=none split_after=0 time_limit=2.0", "node_limit=3000 split_after=8000000 time_limit=none"]

@@ -236,9 +236,29 @@ def cards_played_figure(reports, labels=None, caption: str | None = None):
             ax.annotate(f"no game was {what}: nothing to draw", (0.5, 0.5), xycoords="axes fraction", ha="center",
                         va="center", color="#555", bbox=LABEL_BOX)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small", loc="best")
+    _panel_legends(fig, axes)
     _caption(fig, run_caption(reports) if caption is None else caption)
     return fig
+
+
+def _panel_legends(fig, axes) -> None:
+    """Each panel's legend over its lines, or, when its runs are many or their names long, under the panel with
+    each name wrapped to the panel's width: eight runs, some named after a heuristic's weights, made legends
+    wider than their panels, over each other and the lines, and the panels shrank to nothing."""
+    long = max(len(text) for ax in axes for text in ax.get_legend_handles_labels()[1]) > 40
+    if len(axes[0].get_lines()) <= 4 and not long:
+        for ax in axes:
+            ax.legend(fontsize="small", loc="best")
+        return
+    fig.canvas.draw()  # laid out: the panels' widths are known
+    for ax in axes:
+        handles, texts = ax.get_legend_handles_labels()
+        room = 0.9 * ax.get_window_extent().width - 40  # the line's sample and the padding beside the text
+        ax.legend(handles, ["\n".join(_wrapped(fig, t, "small", room)) for t in texts], fontsize="small",
+                  loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
+    fig.canvas.draw()
+    under = max(ax.get_legend().get_window_extent().height for ax in axes)
+    fig.set_figheight(fig.get_figheight() + under / fig.dpi + 0.2)  # the panels keep their height above them
 
 
 def _rate_label(rate: float, low: float, high: float, digits: int | None, between: str = " ") -> str:
