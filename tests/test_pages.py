@@ -590,6 +590,23 @@ def test_score_labels_do_not_run_into_each_other_when_scores_go_past_24():
     assert [t.get_text() for t in default.axes[0].get_xticklabels()] == [str(s) for s in range(25)]
 
 
+def test_the_lost_panels_turned_values_stay_inside_its_frame(runs):
+    # Six runs: the values are turned, and random's 100.0% of games lost ran up through the frame into the title.
+    from dataclasses import replace
+
+    greedy, random, heuristic = load_reports(runs)
+    lost_all = replace(random, wins=0, losses=random.games, score_counts=tuple((s, 0) for s, _ in random.score_counts))
+    reports = [replace(r, path=f"results/{r.policy}{i}") for i in range(2) for r in (greedy, lost_all, heuristic)]
+    fig = plots.score_distribution_figure(reports, overlay=True)
+    fig.canvas.draw()
+    ax_lost = fig.axes[1]
+    frame = ax_lost.get_window_extent()
+    values = [t for t in ax_lost.texts if t.get_text()]
+    assert "100.0%" in [t.get_text() for t in values] and all(t.get_rotation() == 90 for t in values)
+    assert all(t.get_window_extent().y1 <= frame.y1 for t in values)
+    assert max(ax_lost.get_yticks()) == 100
+
+
 def test_a_score_distribution_without_any_win_says_so_and_gets_no_invented_scale():
     # sim run --policy random -n 200 --seed 1 wins none: its figure was an empty panel under a 0..0.06% scale.
     from dataclasses import replace
