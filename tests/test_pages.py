@@ -218,6 +218,32 @@ def test_cards_played_legends_of_many_long_run_names_go_under_their_panels(runs)
         assert len(texts) == len(reports) and all(t.startswith(r.name + "(") for t, r in zip(texts, reports))
 
 
+def test_the_score_distribution_lists_many_long_run_names_under_its_panel_not_over_the_bars(runs):
+    # Six runs, some named after a heuristic's seven weights: the legend covered the tallest bars (scores 13, 17
+    # and 18).
+    from dataclasses import replace
+
+    greedy, random, heuristic = load_reports(runs)
+    names = ["g", "heuristic-weights-3.8167_-16.6057_-2.1969_-15.6904_-1.4487_1.1991_3.9846-seed0-n200",
+             "some_long_plugin_file.FewestFaceDown-seed0-n200"]
+    reports = [replace(r, path=f"results/{name}{i}{r.policy[0]}") for i, name in enumerate(names)
+               for r in (greedy, heuristic)]
+    fig = plots.score_distribution_figure(reports)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    legend = ax.get_legend().get_window_extent(renderer)
+    bars = [b.get_window_extent(renderer) for b in ax.patches if b.get_height() > 0]
+    assert bars and not any(legend.overlaps(b) for b in bars)
+    assert legend.y1 <= ax.get_window_extent(renderer).y0 and fig.bbox.y0 <= legend.y0
+    texts = ["".join(t.split()) for t in legend_texts(ax)]  # every run still listed, whole
+    assert len(texts) == len(reports) and all(t.startswith(r.name) for t, r in zip(texts, reports))
+    few = plots.score_distribution_figure(reports[:2])  # two short names: the legend stays in the panel
+    few.canvas.draw()
+    inside = few.axes[0].get_legend().get_window_extent()
+    assert few.axes[0].get_window_extent().contains((inside.x0 + inside.x1) / 2, (inside.y0 + inside.y1) / 2)
+
+
 def test_frontier_labels_stay_inside_the_panel():
     # Long run names (a solve run's settings) near the right edge go on the left of their point.
     long = ["node_limit=none split_after=0 time_limit=2.0", "node_limit=3000 split_after=8000000 time_limit=none"]

@@ -179,7 +179,6 @@ def score_distribution_figure(reports, labels=None, overlay: bool = False, capti
         ax.set_yticks([])
         ax.annotate("no game was won: no score to draw", (0.5, 0.5), xycoords="axes fraction", ha="center",
                     va="center", color="#555", bbox=LABEL_BOX)
-    ax.legend(fontsize="small", loc="best")
     positions = np.arange(k)
     bars = ax_lost.bar(positions, lost_shares, 0.7, color=[_colour(i) for i in range(k)])
     ax_lost.bar_label(bars, [_percent(v) for v in lost_shares], fontsize="x-small", padding=2,
@@ -197,6 +196,7 @@ def score_distribution_figure(reports, labels=None, overlay: bool = False, capti
     ax_lost.set_title("Lost games")
     ax_lost.set_ylabel("% of games")
     ax_lost.grid(axis="y", alpha=0.3)
+    _panel_legends(fig, [ax])  # six runs named after a heuristic's weights: over the tallest bars otherwise
     _caption(fig, run_caption(reports) if caption is None else caption)
     return fig
 
@@ -243,11 +243,11 @@ def cards_played_figure(reports, labels=None, caption: str | None = None):
 
 
 def _panel_legends(fig, axes) -> None:
-    """Each panel's legend over its lines, or, when its runs are many or their names long, under the panel with
-    each name wrapped to the panel's width: eight runs, some named after a heuristic's weights, made legends
-    wider than their panels, over each other and the lines, and the panels shrank to nothing."""
+    """Each panel's legend over its lines (or bars), or, when its runs are many or their names long, under the
+    panel with each name wrapped to the panel's width: eight runs, some named after a heuristic's weights, made
+    legends wider than their panels, over each other and the lines, and the panels shrank to nothing."""
     long = max(len(text) for ax in axes for text in ax.get_legend_handles_labels()[1]) > 40
-    if len(axes[0].get_lines()) <= 4 and not long:
+    if len(axes[0].get_legend_handles_labels()[1]) <= 4 and not long:
         for ax in axes:
             ax.legend(fontsize="small", loc="best")
         return
