@@ -489,6 +489,32 @@ def test_a_page_says_what_each_figure_shows_to_a_reader_who_cannot_see_it(runs):
     assert plots.paired_difference_figure([few], 5).axes[0].get_xlim() == (-105, 105)
 
 
+def test_paired_differences_of_long_run_names_keep_names_labels_and_titles_apart():
+    # Runs named after a heuristic's seven weights took half the figure's width: the panels shrank until the
+    # labels above their rows ran over the names' first lines and past the figure's edge, and the right
+    # panel's title was cut off.
+    from sim.analysis.compare import Pair
+    from sim.stats import mcnemar_exact, paired_difference_interval
+
+    names = ["g200", "heuristic-weights-3.8167_-16.6057_-2.1969_-15.6904_-1.4487_1.1991_3.9846-seed0-n200",
+             "some_long_plugin_file.FewestFaceDown-seed0-n200"]
+    low, high = paired_difference_interval(200, 3, 143)
+    pairs = [Pair(a=a, b=b, games=200, wins_a=29, wins_b=169, both=21, a_only=3, b_only=143, diff=-0.7,
+                  diff_low=low, diff_high=high, p_value=mcnemar_exact(3, 143), score_diff=-7.5, score_diff_low=-11.1,
+                  score_diff_high=-3.9) for i, a in enumerate(names) for b in names[i + 1:]]
+    fig = plots.paired_difference_figure(pairs, 200)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ticks = [t.get_window_extent(renderer) for t in fig.axes[0].get_yticklabels()]
+    assert max(t.width for t in ticks) <= 0.3 * fig.bbox.width
+    notes = [t.get_window_extent(renderer) for ax in fig.axes for t in ax.texts]
+    titles = [ax.title.get_window_extent(renderer) for ax in fig.axes]
+    assert not any(n.overlaps(t) for n in notes for t in ticks)
+    assert all(fig.bbox.x0 <= b.x0 and b.x1 <= fig.bbox.x1 for b in notes + titles)
+    for label, p in zip(fig.axes[0].get_yticklabels(), pairs):  # each name whole, wrapped
+        assert "".join(label.get_text().split()) == f"{p.a}-{p.b}"
+
+
 def test_a_figure_never_rounds_a_share_to_0_or_100_percent_it_does_not_reach():
     # The oracle won 19,999 of 20,000 deals: its point's label said 100.0%.
     assert plots._percent(100 * 19_999 / 20_000) == "99.9950%" and plots._percent(100.0) == "100.0%"

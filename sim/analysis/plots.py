@@ -488,6 +488,19 @@ def _labels_inside(fig, notes) -> None:
         placed.append((ax, note))
 
 
+PAIR_NAME_WIDTH = 30
+"""Characters a line of a pair's name takes at most beside the paired-difference rows: a run named after a
+heuristic's seven weights took half the figure's width, squeezing the panels until their labels were cut off
+and ran over the names."""
+
+
+def _pair_name(a: str, b: str) -> str:
+    """A pair's row name, "A - B", or A over "- B" when long, each wrapped at PAIR_NAME_WIDTH characters."""
+    if len(a) + len(b) <= 24:
+        return f"{a} - {b}"
+    return "\n".join(textwrap.wrap(a, PAIR_NAME_WIDTH) + textwrap.wrap(f"- {b}", PAIR_NAME_WIDTH))
+
+
 def paired_difference_figure(pairs, n: int, caption: str = ""):
     """Each pair's win-rate difference pA - pB and mean score difference (games both won), with 95% intervals.
 
@@ -504,8 +517,9 @@ def paired_difference_figure(pairs, n: int, caption: str = ""):
     from sim.analysis.compare import p_is
 
     k = len(pairs)
-    names = [f"{p.a} - {p.b}" if len(p.a) + len(p.b) <= 24 else f"{p.a}\n- {p.b}" for p in pairs]
-    fig = _figure(10, 1.9 + (0.55 if all("\n" not in name for name in names) else 0.75) * k)
+    names = [_pair_name(p.a, p.b) for p in pairs]
+    lines = max(name.count("\n") + 1 for name in names)
+    fig = _figure(10, 1.9 + (0.55 if lines == 1 else 0.35 + 0.2 * lines) * k)
     ax, ax2 = fig.subplots(1, 2, sharey=True)
     y = np.arange(k)[::-1]
     for row, p in zip(y, pairs):
