@@ -161,6 +161,26 @@ def test_a_second_writer_in_the_same_process_is_refused_and_the_lock_stays_held(
         pass
 
 
+@pytest.mark.parametrize("link", [".lock", ".replaced/games"])
+def test_a_writer_writes_and_deletes_nothing_through_a_symbolic_link_in_a_run_folder(tmp_path, link):
+    # A run folder from elsewhere (a download) with .lock linked to one of the user's files: asking for its run
+    # again truncated that file to write the pid in it. With .replaced/games linked to a folder, the clean-up of
+    # a --force killed outright deleted the part files in that folder.
+    out = tmp_path / "run"
+    sim.run(sim.RunConfig(n=200), out=out, workers=1, chunk_size=100)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    theirs = elsewhere / "part-00000.parquet"
+    theirs.write_text("the user's own file")
+    (out / link).parent.mkdir(exist_ok=True)
+    (out / link).unlink(missing_ok=True)
+    (out / link).symlink_to(theirs if link == ".lock" else elsewhere)
+    line = one_line_error(cli.invoke(app, ["run", "-n", "200", "--chunk-size", "100", "-w", "1", "--out", str(out)]), 1)
+    assert f"{out / link} is a symbolic link" in line, line
+    assert theirs.read_text() == "the user's own file"
+    assert sim.load(out).collect().height == 200
+
+
 def test_another_live_writers_temp_file_is_left_alone(tmp_path):
     from sim.jobs.files import TMP_MARK, remove_temp_files
 

@@ -20,6 +20,7 @@ import logging
 import math
 import os
 import signal
+import stat
 import sys
 import threading
 import time
@@ -653,13 +654,19 @@ def _take_lock(run_dir: Path) -> int:
     except OSError as e:
         raise RunError(f"cannot create {run_dir}: {e.strerror or e}") from None
     had_lock = (run_dir / LOCK).exists()
+    linked = _linked_out(run_dir)
+    if linked:  # a folder made elsewhere (a download): the lock would truncate, the parts go, another place's file
+        raise RunError(f"{linked}; a run's lock, parts and replaced run are files and folders of its own, so "
+                       f"nothing is written through it")
     try:
-        fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     except OSError as e:
         remove_folders(made)
         kind = LockDenied if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM) else RunError
         raise kind(f"cannot open the writer's lock {run_dir / LOCK}: {e.strerror or e}") from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # made in between: a link is refused by O_NOFOLLOW already
+            raise RunError(f"{run_dir / LOCK} is not a plain file; a run's lock is a file of its own")
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -679,6 +686,25 @@ def _take_lock(run_dir: Path) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _linked_out(run_dir: Path) -> str | None:
+    """What in `run_dir` that a writer writes or deletes through is a symbolic link (or a lock that is not a
+    plain file), as a phrase; None when nothing is.
+
+    A run folder from elsewhere could hold `.lock` linked to any file (opening and truncating it to write
+    the pid would empty that file) or `games/` linked to any folder (a resume deletes temporary files there,
+    --force moves its part files away and deletes them)."""
+    for name in (LOCK, GAMES, ASIDE, f"{ASIDE}/{GAMES}"):
+        try:
+            mode = os.lstat(run_dir / name).st_mode
+        except OSError:
+            continue
+        if stat.S_ISLNK(mode):
+            return f"{run_dir / name} is a symbolic link"
+        if name == LOCK and not stat.S_ISREG(mode):  # a FIFO or a device: never opened
+            return f"{run_dir / name} is not a plain file"
+    return None
 
 
 def writer_pid(run_dir: Path) -> int | None:
