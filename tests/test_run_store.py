@@ -970,6 +970,26 @@ def test_huge_n_and_game_indexes_are_one_line_errors(tmp_path):
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
+def test_a_manifest_edited_to_absurd_sizes_is_refused_before_a_game_is_played(tmp_path):
+    # `sim run` refuses these sizes; a resume took them from the manifest: chunk_size 1e12 failed in the first
+    # worker asking for 931 GiB, n 1e18 with chunk_size 1 played part after part of a run of 1e18 parts.
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=200), out=out, workers=1, chunk_size=100)
+    path = out / "manifest.json"
+    m = {**json.loads(path.read_text()), "status": "incomplete", "parts": {}, "part_info": {}}
+    for part in (out / "games").iterdir():
+        part.unlink()
+    for edit, code, said in (({"n": 10**15, "chunk_size": 10**12}, 2, f"{path} says chunk_size 1,000,000,000,000"),
+                             ({"seed": -1}, 1, f"{path} is damaged: seed must be an integer in 0..2**64-1"),
+                             ({"n": 2**64}, 1, f"{path} is damaged: n 1.84e+19 is more than the 2**63 games"),
+                             ({"n": 10**18, "chunk_size": 1}, 1, f"{path} is damaged: n 1,000,000,000,000,000,000 "
+                                                                 f"and chunk_size 1 make more than 100,000,000 parts")):
+        path.write_text(json.dumps({**m, **edit}))
+        line = one_line_error(cli.invoke(app, ["run", "--resume", str(out), "-w", "1", "-q"]), code)
+        assert said in line, line
+        assert not any((out / "games").glob("*.parquet")), "no part is played"
+
+
 # --- 8, 9. interruptions and failed writes ------------------------------------------------------------------
 
 

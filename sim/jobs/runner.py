@@ -296,6 +296,14 @@ def manifest_problem(m: dict) -> str | None:
         return f"status is {m['status']!r}, neither incomplete nor complete"
     if m["n"] < 1 or m["chunk_size"] < 1:
         return f"n {m['n']} and chunk_size {m['chunk_size']} must be at least 1"
+    if m["n"] > MAX_GAME + 1:  # what a run may hold (`checked_rows`), so that no loop over its parts is endless
+        return f"n {magnitude(m['n'])} is more than the 2**63 games a seed has"
+    if chunk_count(m["n"], m["chunk_size"]) > MAX_CHUNKS:
+        return f"n {m['n']:,} and chunk_size {m['chunk_size']:,} make more than {MAX_CHUNKS:,} parts"
+    try:
+        check_seed(m["seed"])
+    except ValueError as e:
+        return str(e)
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in m["parts"].values()):
         return "parts must give each part's number of rows"
     info = m.get("part_info") or {}
@@ -1357,6 +1365,9 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
             chosen = _executor(executor or "local", workers, scheduler)
             _reach(chosen)
             chunk_size = int(m["chunk_size"])
+            if chunk_size > MAX_CHUNK_SIZE:  # a worker would hold the part's columns at once (931 GiB for 1e12)
+                raise UsageError(f"cannot resume {run_dir}: {run_dir / MANIFEST} says chunk_size {chunk_size:,}, more "
+                                 f"than a worker should hold at once (at most {MAX_CHUNK_SIZE:,} {job.unit}s a part)")
             remove_temp_files(run_dir / GAMES)
             remove_temp_files(run_dir)
             p = _Progress(chosen, chunk_size, m.get("command", ""), m.get("sessions", []),
