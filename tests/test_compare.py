@@ -153,6 +153,34 @@ def test_compare_refuses_runs_that_do_not_share_the_deals(tmp_path):
         assert cli.invoke(app, args).exit_code == 2
 
 
+def test_a_run_whose_manifest_says_complete_but_lists_fewer_parts_is_not_paired(tmp_path):
+    # Its games are not all there: the join looked for them half a million games at a time over all of its n, so
+    # a manifest saying n 1e12 (its parts' metadata saying so too) kept compare busy for hours before any word.
+    import hashlib
+
+    from sim.jobs import runner
+    from sim.jobs.play import PLAY, config_from_manifest
+
+    runs = []
+    for name in ("a", "b"):
+        out = sim.run(sim.RunConfig(n=200), workers=1, out=tmp_path / name, chunk_size=100).path
+        m = json.loads((out / "manifest.json").read_text())
+        m.update(n=10**12, chunk_size=20_000)
+        for part in (out / "games").iterdir():
+            part.unlink()
+        part = out / "games" / "part-00000.parquet"
+        meta = {**runner.part_metadata(PLAY, config_from_manifest(m), out), "foursquare_sim.part": "0"}
+        sim.play_range(seed=0, start=0, stop=20_000, policy="greedy").to_polars().write_parquet(part, metadata=meta)
+        digest = hashlib.sha256(part.read_bytes()).hexdigest()
+        m["parts"] = {part.name: 20_000}
+        m["part_info"] = {part.name: {"rows": 20_000, "first": 0, "last": 19_999, "sha256": digest}}
+        (out / "manifest.json").write_text(json.dumps(m))
+        runs.append(str(out))
+    res = cli.invoke(app, ["compare", *runs])
+    assert res.exit_code == 2, res.output
+    assert f"Error: {runs[0]} is incomplete; finish it with: sim run --resume {runs[0]}" in res.stderr
+
+
 @pytest.mark.slow
 def test_sweep_runs_every_combination_on_the_same_deals(tmp_path, monkeypatch, read_games):
     monkeypatch.chdir(tmp_path)

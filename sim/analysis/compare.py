@@ -127,11 +127,14 @@ def games_per_core_second(sessions) -> float | None:
 
 
 def run_info(run_dir: str | Path) -> RunInfo:
-    """What the manifest of `run_dir` says about its run."""
+    """What the manifest of `run_dir` says about its run; a run whose manifest says complete but lists fewer parts
+    than it has is incomplete (its games are not all there to pair: the join would look for them batch by batch,
+    over all of its n)."""
     m = runner.read_manifest(Path(run_dir))
+    status = "incomplete" if runner.short_listing(m, m.get("parts") or {}) else m.get("status", "unknown")
     return RunInfo(path=str(run_dir), policy=m.get("policy", "?"), n=int(m.get("n", 0)), seed=int(m.get("seed", 0)),
                    rules=dict(m.get("rules", {})), deal_algorithm=str(m.get("deal_algorithm")),
-                   deals=m.get("deals"), deals_sha256=m.get("deals_sha256"), status=m.get("status", "unknown"),
+                   deals=m.get("deals"), deals_sha256=m.get("deals_sha256"), status=status,
                    record_deals=bool(m.get("record_deals", False)), kind=str(m.get("kind", "run")),
                    solve=options_used(m.get("solve") or {}), games_per_core_s=games_per_core_second(m.get("sessions")),
                    policy_args=dict(m.get("policy_args") or {}))
