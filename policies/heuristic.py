@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
-from policies.params import Param, short_repr
+from policies.params import Param, read_small, short_repr
 
 from sim.kernels import (
     COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW, OCCUPIED,
@@ -74,8 +74,12 @@ def parse_weights(text: str) -> list[float]:
         if not path.is_file():
             raise ValueError(f"weights {text!r} is neither a file nor comma-separated numbers")
         try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as e:
+            raw = read_small(path)
+        except OSError as e:
+            raise ValueError(f"weights file {text}: not readable JSON ({e})") from None
+        try:
+            data = json.loads(raw)
+        except ValueError as e:
             raise ValueError(f"weights file {text}: not readable JSON ({e})") from None
         data = data.get("weights", data) if isinstance(data, dict) else data
         if not isinstance(data, (dict, list)):

@@ -10,6 +10,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 
+MAX_FILE_BYTES = 1 << 24
+"""Bytes a weights or values file may hold (16 MiB; planner's shipped values hold 26 KB): a file named by a
+--policy-arg, or by a run's manifest on resume, is read whole, so a larger one is refused before it is read."""
+
+
+def read_small(path) -> bytes:
+    """The bytes of a weights or values file (JSON, for json.loads); ValueError when it holds more than
+    MAX_FILE_BYTES (OSError when it cannot be read)."""
+    with open(path, "rb") as f:
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"{path} holds more than {MAX_FILE_BYTES:,} bytes, more than a weights or values file does")
+    return data
+
+
 def short_repr(value) -> str:
     """A weights or values file's entry for an error line: a long one (JSON's integers have no bound) cut to its
     start."""

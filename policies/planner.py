@@ -63,7 +63,7 @@ from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
 from policies.heuristic import nibble, stock_prefix, ups_after
-from policies.params import Param, integer, number, short_repr
+from policies.params import Param, integer, number, read_small, short_repr
 from sim.kernels import (
     BAND_COLS, BAND_ROWS, CELLS, COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL,
     MIN_ROW, OCCUPIED, OPEN, PILES, RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN,
@@ -185,9 +185,12 @@ def read_values(path: str | Path | None = None) -> dict:
         if path is None:
             text = resources.files("policies").joinpath("data", DATA_FILE).read_text()
         else:
-            text = Path(path).read_text()
+            text = read_small(path)
+    except OSError as e:
+        raise ValueError(f"values file {path or DATA_FILE}: not readable JSON ({e})") from None
+    try:
         return json.loads(text)
-    except (OSError, ValueError) as e:
+    except ValueError as e:
         raise ValueError(f"values file {path or DATA_FILE}: not readable JSON ({e})") from None
 
 

@@ -990,6 +990,25 @@ def test_a_manifest_edited_to_absurd_sizes_is_refused_before_a_game_is_played(tm
         assert not any((out / "games").glob("*.parquet")), "no part is played"
 
 
+@pytest.mark.parametrize("policy, arg", [("heuristic", "weights"), ("planner", "values")])
+def test_a_weights_or_values_file_a_manifest_names_is_not_read_whole_when_huge(tmp_path, policy, arg):
+    # A run folder from elsewhere can name any file as its weights: a resume read it whole (a 3 GB file was a
+    # MemoryError traceback, or gigabytes taken) before finding it is not a weights file.
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=100), out=out, workers=1)
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as f:
+        f.truncate(64 << 20)  # sparse: takes no disk
+    path = out / "manifest.json"
+    m = json.loads(path.read_text())
+    path.write_text(json.dumps({**m, "policy": policy, "policy_args": {arg: str(huge)}, "status": "incomplete",
+                                "parts": {}, "part_info": {}}))
+    for part in (out / "games").iterdir():
+        part.unlink()
+    line = one_line_error(cli.invoke(app, ["run", "--resume", str(out), "-w", "1", "-q"]), 2)
+    assert f"{huge} holds more than 16,777,216 bytes" in line, line
+
+
 # --- 8, 9. interruptions and failed writes ------------------------------------------------------------------
 
 
