@@ -1009,6 +1009,18 @@ def test_a_weights_or_values_file_a_manifest_names_is_not_read_whole_when_huge(t
     assert f"{huge} holds more than 16,777,216 bytes" in line, line
 
 
+def test_a_run_whose_games_folder_was_deleted_is_played_again_by_resume(tmp_path):
+    # Each part's write failed for want of games/, and said the run was resumable, which failed the same way.
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=200), out=out, workers=1, chunk_size=100)
+    want = games_of(out)
+    shutil.rmtree(out / "games")
+    path = out / "manifest.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "status": "incomplete"}))
+    assert sim.resume(out, workers=1).games == 200
+    assert games_of(out).equals(want)
+
+
 # --- 8, 9. interruptions and failed writes ------------------------------------------------------------------
 
 

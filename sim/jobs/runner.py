@@ -1387,5 +1387,9 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
                 said = ("its manifest now lists every part, each verified" if repaired
                         else "the figures below are that run's")
                 return replace(summary, note=f"{run_dir} is complete: nothing was {_done(job)} ({said}).")
+            try:  # games/ deleted by hand (to play every part again): each part's write failed, run after run
+                (run_dir / GAMES).mkdir(exist_ok=True)
+            except OSError as e:
+                raise RunError(f"cannot create {run_dir / GAMES}: {e.strerror or e}") from None
             _warm(job, config, decks is not None, resume_hint, notify)
             return _execute(job, config, run_dir, p, progress, decks)
