@@ -1021,6 +1021,29 @@ def test_a_run_whose_games_folder_was_deleted_is_played_again_by_resume(tmp_path
     assert games_of(out).equals(want)
 
 
+def test_a_recorded_file_that_cannot_be_read_is_a_one_line_error(tmp_path, monkeypatch):
+    # A manifest can name any file among those its rows depend on: one this user may not read (another user's,
+    # or /proc/self/mem) was a traceback from the resume, and from the same `sim run` asked again.
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=200), out=out, workers=1, chunk_size=100)
+    secret = tmp_path / "secret.json"
+    secret.write_text("{}")
+    path = out / "manifest.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "files": {str(secret): "0" * 64},
+                                "status": "incomplete"}))
+    digest = runner.file_sha256
+
+    def denied(p):
+        if Path(p) == secret:
+            raise PermissionError(errno.EACCES, "Permission denied", str(p))
+        return digest(p)
+
+    monkeypatch.setattr(runner, "file_sha256", denied)
+    for args in (["run", "--resume", str(out)], ["run", "-n", "200", "--chunk-size", "100", "--out", str(out)]):
+        line = one_line_error(cli.invoke(app, [*args, "-w", "1", "-q"]), 2)
+        assert f"{secret} cannot be read (Permission denied)" in line, line
+
+
 # --- 8, 9. interruptions and failed writes ------------------------------------------------------------------
 
 

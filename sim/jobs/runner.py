@@ -250,7 +250,13 @@ def changed_files(recorded: dict[str, str]) -> list[str]:
     for path, digest in (recorded or {}).items():
         if not Path(path).is_file():
             problems.append(f"{path} is gone")
-        elif file_sha256(Path(path)) != digest:
+            continue
+        try:
+            same = file_sha256(Path(path)) == digest
+        except OSError as e:  # a manifest can name any file: one this user may not read was a traceback
+            problems.append(f"{path} cannot be read ({e.strerror or e}), so it cannot be the file the run used")
+            continue
+        if not same:
             problems.append(f"{path} has changed since the run started")
     return problems
 
