@@ -270,6 +270,22 @@ def test_resume_refuses_a_changed_weights_file_and_reuse_plays_again(tmp_path, m
     assert str(weights.resolve()) in line and "changed" in line
 
 
+def test_resume_refuses_a_weights_file_the_manifest_names_but_records_no_digest_of(tmp_path):
+    # A manifest edited (or written elsewhere) without the weights file among its files: the resume played the
+    # missing part with whatever that file held, unchecked.
+    weights = tmp_path / "w.json"
+    write_weights(weights, [-3.8, -16.6, -2.2, -15.7, -1.4, 1.2, 4.0])
+    out = tmp_path / "h"
+    sim.run(sim.RunConfig(policy="heuristic", n=20, policy_args=(("weights", str(weights)),)), out=out, workers=1,
+            chunk_size=10)
+    m = json.loads((out / "manifest.json").read_text())
+    (out / "games" / "part-00001.parquet").unlink()
+    (out / "manifest.json").write_text(json.dumps({**m, "status": "incomplete", "files": {}}))
+    line = one_line_error(cli.invoke(app, ["run", "--resume", str(out), "-w", "1"]), 2)
+    assert f"names {weights.resolve()} in the policy's arguments but records no digest of it" in line
+    assert not (out / "games" / "part-00001.parquet").exists()
+
+
 def test_resume_refuses_when_the_shipped_planner_values_changed(tmp_path, monkeypatch):
     # The package's data is a file the rows depend on too, though no --policy-arg names it.
     import types
@@ -1002,7 +1018,7 @@ def test_a_weights_or_values_file_a_manifest_names_is_not_read_whole_when_huge(t
     path = out / "manifest.json"
     m = json.loads(path.read_text())
     path.write_text(json.dumps({**m, "policy": policy, "policy_args": {arg: str(huge)}, "status": "incomplete",
-                                "parts": {}, "part_info": {}}))
+                                "parts": {}, "part_info": {}, "files": {str(huge): runner.file_sha256(huge)}}))
     for part in (out / "games").iterdir():
         part.unlink()
     line = one_line_error(cli.invoke(app, ["run", "--resume", str(out), "-w", "1", "-q"]), 2)

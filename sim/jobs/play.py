@@ -339,6 +339,13 @@ def resume(run_dir: str | Path, *, policy: str | None = None, policy_args=None, 
         if not is_plugin(config.policy):
             if policy is not None and policy != config.policy:
                 raise UsageError(f"{run_dir} is a run of {config.policy!r}, not {policy!r}")
+            # A weights or values file its arguments name must be among the files whose digests it recorded
+            # (as `settled` records them): else the games added could be of another file than those it holds.
+            _, _, paths = pinned(config.policy, dict(config.policy_args))
+            unrecorded = [str(path) for path in paths if str(path) not in dict(config.files)]
+            if unrecorded:
+                raise UsageError(f"{run_dir}: its manifest names {unrecorded[0]} in the policy's arguments but "
+                                 f"records no digest of it, so the games a resume adds could be of another file")
             return
         if policy is None:
             raise UsageError(f"{run_dir} is a run of the plugin {config.policy!r}; resuming it runs that code, "
