@@ -24,7 +24,6 @@ are tuned by ``sim tune``, see README). A winning placement is always taken;
 a placement that loses at once only when every legal cell loses.
 """
 
-import json
 import math
 from pathlib import Path
 
@@ -32,7 +31,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
-from policies.params import Param, read_small, short_repr
+from policies.params import Param, read_json, short_repr
 
 from sim.kernels import (
     COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW, OCCUPIED,
@@ -73,14 +72,7 @@ def parse_weights(text: str) -> list[float]:
         path = Path(text)
         if not path.is_file():
             raise ValueError(f"weights {text!r} is neither a file nor comma-separated numbers")
-        try:
-            raw = read_small(path)
-        except OSError as e:
-            raise ValueError(f"weights file {text}: not readable JSON ({e})") from None
-        try:
-            data = json.loads(raw)
-        except ValueError as e:
-            raise ValueError(f"weights file {text}: not readable JSON ({e})") from None
+        data = read_json(path, f"weights file {text}")
         data = data.get("weights", data) if isinstance(data, dict) else data
         if not isinstance(data, (dict, list)):
             raise ValueError(f"weights file {text}: expected a list of numbers or {{feature: number}}, "

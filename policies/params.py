@@ -5,6 +5,7 @@ order of the float64 params array its ``choose`` receives; the registry
 (`policies.build_params`) only walks them.
 """
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,14 +16,20 @@ MAX_FILE_BYTES = 1 << 24
 --policy-arg, or by a run's manifest on resume, is read whole, so a larger one is refused before it is read."""
 
 
-def read_small(path) -> bytes:
-    """The bytes of a weights or values file (JSON, for json.loads); ValueError when it holds more than
-    MAX_FILE_BYTES (OSError when it cannot be read)."""
-    with open(path, "rb") as f:
-        data = f.read(MAX_FILE_BYTES + 1)
+def read_json(path, what: str):
+    """The JSON in a weights or values file; ValueError "`what`: not readable JSON (...)" when it cannot be read
+    or parsed, and refused before it is read whole when it holds more than MAX_FILE_BYTES."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise ValueError(f"{what}: not readable JSON ({e})") from None
     if len(data) > MAX_FILE_BYTES:
         raise ValueError(f"{path} holds more than {MAX_FILE_BYTES:,} bytes, more than a weights or values file does")
-    return data
+    try:
+        return json.loads(data)
+    except ValueError as e:
+        raise ValueError(f"{what}: not readable JSON ({e})") from None
 
 
 def short_repr(value) -> str:

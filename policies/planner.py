@@ -63,7 +63,7 @@ from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
 from policies.heuristic import nibble, stock_prefix, ups_after
-from policies.params import Param, integer, number, read_small, short_repr
+from policies.params import Param, integer, number, read_json, short_repr
 from sim.kernels import (
     BAND_COLS, BAND_ROWS, CELLS, COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL,
     MIN_ROW, OCCUPIED, OPEN, PILES, RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN,
@@ -181,17 +181,12 @@ def _finite(v: int | float) -> bool:
 
 def read_values(path: str | Path | None = None) -> dict:
     """The contents of a values file (the shipped one when `path` is None); ValueError when unreadable."""
+    if path is not None:
+        return read_json(path, f"values file {path}")
     try:
-        if path is None:
-            text = resources.files("policies").joinpath("data", DATA_FILE).read_text()
-        else:
-            text = read_small(path)
-    except OSError as e:
-        raise ValueError(f"values file {path or DATA_FILE}: not readable JSON ({e})") from None
-    try:
-        return json.loads(text)
-    except ValueError as e:
-        raise ValueError(f"values file {path or DATA_FILE}: not readable JSON ({e})") from None
+        return json.loads(resources.files("policies").joinpath("data", DATA_FILE).read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"values file {DATA_FILE}: not readable JSON ({e})") from None
 
 
 def rules_warning(args: dict[str, str], rules: dict) -> str | None:

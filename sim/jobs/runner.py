@@ -654,6 +654,11 @@ def writer_lock(run_dir: Path):
             os.close(fd)
 
 
+def _too_large_a_part(job: Job) -> str:
+    """Why a chunk above MAX_CHUNK_SIZE is refused, as a new run or a resume says it."""
+    return f"more than a worker should hold at once; at most {MAX_CHUNK_SIZE:,} {job.unit}s a part"
+
+
 def _take_lock(run_dir: Path) -> int:
     """The descriptor of `run_dir`'s lock file, locked by this process (for `writer_lock`, which holds _HELD_GUARD)."""
     try:
@@ -1237,8 +1242,7 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
     if chunk_size < 1:
         raise UsageError(f"chunk_size must be at least 1, not {chunk_size}", "chunk_size")
     if chunk_size > MAX_CHUNK_SIZE:
-        raise UsageError(f"chunk_size {chunk_size:,} is more than a worker should hold at once; at most "
-                         f"{MAX_CHUNK_SIZE:,} {job.unit}s a part", "chunk_size")
+        raise UsageError(f"chunk_size {chunk_size:,} is {_too_large_a_part(job)}", "chunk_size")
     if chunk_count(config.n, chunk_size) > MAX_CHUNKS:
         raise UsageError(f"chunk_size {chunk_size} makes more than {MAX_CHUNKS:,} parts of {config.n:,} rows; "
                          f"use a larger one", "chunk_size")
@@ -1371,9 +1375,9 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
             chosen = _executor(executor or "local", workers, scheduler)
             _reach(chosen)
             chunk_size = int(m["chunk_size"])
-            if chunk_size > MAX_CHUNK_SIZE:  # a worker would hold the part's columns at once (931 GiB for 1e12)
-                raise UsageError(f"cannot resume {run_dir}: {run_dir / MANIFEST} says chunk_size {chunk_size:,}, more "
-                                 f"than a worker should hold at once (at most {MAX_CHUNK_SIZE:,} {job.unit}s a part)")
+            if chunk_size > MAX_CHUNK_SIZE:
+                raise UsageError(f"cannot resume {run_dir}: {run_dir / MANIFEST} says chunk_size {chunk_size:,}, "
+                                 f"{_too_large_a_part(job)}")
             remove_temp_files(run_dir / GAMES)
             remove_temp_files(run_dir)
             p = _Progress(chosen, chunk_size, m.get("command", ""), m.get("sessions", []),
