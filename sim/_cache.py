@@ -11,10 +11,18 @@ has another hash, so it is dropped too, never loaded. numba writes its cache
 beside the sources (``__pycache__``) unless ``NUMBA_CACHE_DIR`` is set;
 then it uses one folder per source folder inside that directory
 (``<folder name>_<sha1 of its absolute path>``), which is cleaned instead.
+A read-only install (a system-wide one, a container image) cannot hold the
+cache beside its sources: then NUMBA_CACHE_DIR is set to the user's cache
+folder, or to a private temporary one when that cannot be written either
+(see `choose_cache_dir`).
 """
 
+import atexit
 import hashlib
 import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 _PACKAGES = ("sim", "policies")
@@ -47,8 +55,50 @@ def cache_dirs() -> list[Path]:
     return [Path(user_dir) / f"{d.name}_{hashlib.sha1(str(d).encode()).hexdigest()}" for d in folders]
 
 
+def _writable(folder: Path) -> bool:
+    """numba's own test of a cache folder: it can be made, and a file written in it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError:
+        return False
+    return True
+
+
+def _user_cache() -> Path | None:
+    """numba's per-user cache folder on Linux ($XDG_CACHE_HOME or ~/.cache, then numba); None without a home."""
+    try:
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "numba"
+    except (RuntimeError, KeyError):
+        return None
+
+
+def choose_cache_dir() -> None:
+    """Set NUMBA_CACHE_DIR when the packages' folders cannot hold the cache and none is set.
+
+    numba would fall back to its per-user folder on its own, which `drop_stale_cache` would then not
+    clean, and when that cannot be written either (a read-only home) every cached kernel raises "no
+    locator available" at import. Then the cache goes to a private temporary folder, removed at exit.
+    The variable is inherited by the worker processes, so they load what the main process compiled.
+    """
+    if os.environ.get("NUMBA_CACHE_DIR") or all(_writable(root / "__pycache__") for root in _roots()):
+        return
+    folder = _user_cache()
+    if folder is None or not _writable(folder):
+        try:
+            folder = Path(tempfile.mkdtemp(prefix="foursquare-sim-numba-"))
+        except OSError:
+            return  # nowhere to write: numba says so when a kernel is defined
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    os.environ["NUMBA_CACHE_DIR"] = str(folder)
+    config = sys.modules.get("numba.core.config")
+    if config is not None:  # numba was imported first: it has read the environment already
+        config.CACHE_DIR = str(folder)
+
+
 def drop_stale_cache() -> None:
     """Delete numba cache files (*.nbi, *.nbc) left by other sources; never raises."""
+    choose_cache_dir()
     try:
         digest = sources_digest()
         dirs = cache_dirs()
@@ -64,4 +114,4 @@ def drop_stale_cache() -> None:
         tmp.write_text(digest + "\n")
         tmp.replace(stamp)
     except OSError:
-        pass  # a read-only install: numba then falls back to its own checks
+        pass  # a cache folder that cannot be written: numba then falls back to its own checks

@@ -69,3 +69,40 @@ def test_numba_cache_dir_is_honoured(tmp_path):
     assert not any(f.exists() for f in stale)
     sim_folder = cache / f"sim_{hashlib.sha1(str((tree / 'sim').resolve()).encode()).hexdigest()}"
     assert (sim_folder / "compiled-sources.sha256").is_file()
+
+
+def _read_only_install(tmp_path: Path) -> Path:
+    """A copy of the packages whose folders cannot hold a cache, even for root: each __pycache__ is a file."""
+    tree = _copy(tmp_path / "src")
+    for name in ("sim", "policies"):
+        (tree / name / "__pycache__").write_text("")
+    return tree
+
+
+_CHOSEN = ("import os; from sim._cache import _STAMP, cache_dirs, drop_stale_cache; drop_stale_cache(); "
+           "print(os.environ.get('NUMBA_CACHE_DIR', '')); print((cache_dirs()[0] / _STAMP).is_file())")
+
+
+def _chosen(tree: Path, home: Path) -> tuple[str, bool]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
+    env.update(HOME=str(home), PYTHONPATH=str(tree))
+    out = subprocess.run([sys.executable, "-c", _CHOSEN], cwd=tree, env=env, check=True,
+                         capture_output=True, text=True).stdout.split("\n")
+    return out[0], out[1] == "True"
+
+
+def test_a_read_only_install_keeps_its_cache_in_the_users_cache_folder(tmp_path):
+    tree = _read_only_install(tmp_path)
+    folder, stamped = _chosen(tree, tmp_path / "home")
+    assert folder == str(tmp_path / "home" / ".cache" / "numba")  # where numba itself would fall back to
+    assert stamped, "the cache there is checked against the sources like one beside them"
+
+
+def test_a_read_only_install_and_home_use_a_temporary_cache_folder(tmp_path):
+    tree = _read_only_install(tmp_path)
+    home = tmp_path / "home"
+    home.write_text("")  # no folder can be made under it
+    folder, stamped = _chosen(tree, home)
+    assert folder and Path(folder).name.startswith("foursquare-sim-numba-")
+    assert stamped
+    assert not Path(folder).exists(), "removed when the process exits"
