@@ -1,0 +1,44 @@
+"""pyproject.toml's dependency lower bounds admit no release that lacks what the code calls.
+
+pip keeps an installed release that meets a bound, so a bound too low is a
+traceback on a machine that happens to hold an older release, never seen on a
+fresh install (which takes the newest).
+"""
+
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# (distribution, text in sim/ or policies/ that shows the need, first release that has it, why)
+NEEDS = [
+    ("polars", "pl.read_parquet_metadata(", "1.30", "reads a part's key-value metadata: new in polars 1.30"),
+    ("polars", "write_parquet(tmp, metadata=", "1.30", "writes a part's key-value metadata: new in polars 1.30"),
+    ("polars", 'collect(engine="streaming")', "1.23", "the streaming engine by that name"),
+    ("typer", "get_help_record(ctx)", "0.16",
+     "help formatting: typer before 0.16 raises with click 8.2 and later (Parameter.make_metavar() needs ctx)"),
+]
+
+
+def _sources() -> str:
+    return "\n".join(p.read_text() for name in ("sim", "policies") for p in sorted((ROOT / name).rglob("*.py")))
+
+
+def _lowest_admitted(name: str) -> Version:
+    for line in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
+        req = Requirement(line)
+        if req.name.lower() == name:
+            bounds = [Version(s.version) for s in req.specifier if s.operator in (">=", "==", "~=")]
+            assert bounds, f"{name} has no lower bound in pyproject.toml"
+            return max(bounds)
+    raise AssertionError(f"{name} is not a dependency in pyproject.toml")
+
+
+def test_lower_bounds_cover_the_apis_the_code_calls():
+    sources = _sources()
+    for name, text, first, why in NEEDS:
+        assert text in sources, f"the code no longer has {text!r}: drop or update this row"
+        assert _lowest_admitted(name) >= Version(first), f"{name}>={first} needed: {why}"
