@@ -42,3 +42,24 @@ def test_lower_bounds_cover_the_apis_the_code_calls():
     for name, text, first, why in NEEDS:
         assert text in sources, f"the code no longer has {text!r}: drop or update this row"
         assert _lowest_admitted(name) >= Version(first), f"{name}>={first} needed: {why}"
+
+
+def test_the_source_distribution_carries_what_the_tests_read():
+    # setuptools puts only tests/test*.py in an sdist by itself: conftest.py, reference.py, rl_plugin.py,
+    # tests/data/ and the example plugins the tests play come from MANIFEST.in, read here the way it does.
+    import subprocess
+
+    import pytest
+    from setuptools._distutils.filelist import FileList
+
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout (an unpacked sdist holds what was packed)")
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    files = FileList()
+    files.set_allfiles(tracked)
+    manifest = ROOT / "MANIFEST.in"
+    for line in manifest.read_text().splitlines() if manifest.exists() else []:
+        if line.strip() and not line.lstrip().startswith("#"):
+            files.process_template_line(line)
+    needed = {f for f in tracked if f.startswith(("tests/", "examples/"))} | {"RULES.md"}
+    assert needed <= set(files.files), f"left out of the sdist: {', '.join(sorted(needed - set(files.files)))}"
