@@ -433,6 +433,28 @@ def test_long_run_labels_are_wrapped_at_their_spaces_not_turned():
     assert all(t.get_rotation() == 30 for t in one_word.axes[1].get_xticklabels())  # nowhere to wrap: turned
 
 
+def test_no_mean_score_is_struck_through_by_its_error_bar():
+    # A mean of few wins has a wide interval: its error bar ran down through the value written in the bar's middle
+    # (26 wins of 150 games: 3.10 .. 5.37 reached the top of "4.23"; 0.5 .. 7.5 crossed "4.00").
+    from matplotlib.transforms import Bbox
+
+    fig = plots.win_rate_figure(["g150", "wide", "greedy", "none"], [0.173, 0.05, 0.106, 0.0], [0.121, 0.01, 0.1, 0.0],
+                                [0.243, 0.15, 0.112, 0.02], [4.23, 4.0, 4.04, None], "win rate",
+                                [3.10, 0.5, 3.9, None], [5.37, 7.5, 4.2, None])
+    fig.canvas.draw()
+    scores = fig.axes[1]
+    frame = scores.get_window_extent()
+    labels = {t.get_text(): t.get_window_extent() for t in scores.texts if t.get_text()}
+    assert set(labels) == {"4.23", "4.00", "4.04", "no wins"}
+    (bars,) = scores.collections  # the intervals' lines
+    ends = [scores.transData.transform(segment) for segment in bars.get_segments()]
+    cap = 5 * fig.dpi / 72  # capsize, in pixels each side of the line
+    for text, ((x0, y0), (x1, y1)) in zip(["4.23", "4.00", "4.04"], ends):
+        interval = Bbox([[min(x0, x1) - cap, min(y0, y1)], [max(x0, x1) + cap, max(y0, y1)]])
+        assert not labels[text].overlaps(interval), (text, labels[text], interval)
+        assert frame.contains(labels[text].x0, labels[text].y0) and labels[text].y1 <= frame.y1, text
+
+
 def test_run_names_too_long_to_turn_get_a_row_each():
     # Turned, a run named after a heuristic's seven weights reached down half the figure: the panels were
     # squeezed until "win rate" and "mean score of wins" ran into each other. A row each, the name in one line.

@@ -328,12 +328,16 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
 
     means, lo, hi = _scores(scores, score_lows, score_highs, k)
     has_ci = ~np.isnan(lo) & ~np.isnan(means)
-    bars = ax2.bar(x, np.nan_to_num(means), 0.6, color=[_colour(i) for i in range(k)], alpha=0.75)
+    ax2.bar(x, np.nan_to_num(means), 0.6, color=[_colour(i) for i in range(k)], alpha=0.75)
     if has_ci.any():
         ax2.errorbar(x[has_ci], means[has_ci], yerr=[means[has_ci] - lo[has_ci], hi[has_ci] - means[has_ci]],
                      fmt="none", ecolor="#222", capsize=5)
-    ax2.bar_label(bars, ["" if np.isnan(m) else f"{m:.2f}" for m in means], fontsize="x-small",
-                  padding=2, label_type="center")
+    # Each mean's value above its interval's upper cap (above the bar without one): in the bar's middle, the
+    # error bar of a run with few wins ran through it.
+    tops = np.where(has_ci, hi, means)
+    values = [ax2.annotate(f"{means[i]:.2f}", (x[i], tops[i]), textcoords="offset points", xytext=(0, 3),
+                           ha="center", va="bottom", fontsize="x-small")
+              for i in np.flatnonzero(~np.isnan(means))]
     for i in np.flatnonzero(np.isnan(means)):  # no bar: said in the panel's middle, not on its axis line
         ax2.annotate("no wins", (x[i], 0.5), xycoords=("data", "axes fraction"), ha="center", va="center",
                      fontsize="x-small", color="#555", bbox=LABEL_BOX)
@@ -347,7 +351,19 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
     ax2.grid(axis="y", alpha=0.3)
     _caption(fig, caption)
     _title(ax, title)
+    _room_above(fig, ax2, values)
     return fig
+
+
+def _room_above(fig, ax, texts) -> None:
+    """Grow `ax`'s value axis (from 0) until `texts`, written above their points, end inside its frame."""
+    for _ in range(4):
+        fig.canvas.draw()
+        frame = ax.get_window_extent()
+        top = max((t.get_window_extent().y1 for t in texts), default=frame.y0)
+        if top <= frame.y1 - 2:
+            return
+        ax.set_ylim(0, ax.get_ylim()[1] * (top - frame.y0) / max(frame.y1 - 2 - frame.y0, 1.0) * 1.02)
 
 
 def _win_rate_rows(labels, rates, lows, highs, scores, title: str, score_lows, score_highs, caption: str,
