@@ -554,6 +554,19 @@ def test_cards_played_has_whole_cards_and_no_scale_without_games(tmp_path):
     assert all(float(t).is_integer() for t in lost.get_xticks()), lost.get_xticks()
 
 
+def test_the_cards_played_axis_ends_at_the_decks_40_cards(runs):
+    # greedy loses most games with all 40 cards played: the axis's margin ran on to 42 cards.
+    greedy, random, heuristic = load_reports(runs)
+    assert max(c for c, k in greedy.cards_played_losses if k) == 40
+    for reports in ([greedy], [greedy, random, heuristic]):
+        fig = plots.cards_played_figure(reports)
+        fig.canvas.draw()
+        for ax in fig.axes:
+            assert ax.get_xlim()[1] == 40 and max(ax.get_xticks()[ax.get_xticks() <= ax.get_xlim()[1]]) == 40
+            at_40 = [line for line in ax.get_lines() if 40 in line.get_xdata()]
+            assert at_40 and not any(line.get_clip_on() for line in at_40)  # the point on the edge drawn whole
+
+
 def sweep_of(outcomes, options=("max_face_down",), mean=4.0):
     """A Sweep (no games played) of one combination per (wins, games), each value its index; a combination
     with wins has `mean` as its mean score, with an interval from two wins on."""

@@ -220,12 +220,17 @@ def cards_played_figure(reports, labels=None, caption: str | None = None):
                                              (axes[1], spans[1], r.cards_played_losses, r.losses, "lost")):
             if pairs and total:
                 counts = dict(pairs)
+                # clip_on=False: a point at 40 cards, on the frame's right edge, is drawn whole.
                 ax.plot(list(span), [100 * counts.get(c, 0) / total for c in span], marker="o", markersize=3,
-                        color=_colour(i), label=f"{label} ({total:,} {what})")
+                        color=_colour(i), label=f"{label} ({total:,} {what})", clip_on=False)
             else:
                 ax.plot([], [], marker="o", markersize=3, color=_colour(i), label=f"{label} (no {what} games)")
     from matplotlib.ticker import MaxNLocator
 
+    from sim.kernels import DECK_SIZE
+
+    if axes[0].get_xlim()[1] > DECK_SIZE:  # no game plays past the deck's 40 cards: the axis's margin ends there
+        axes[0].set_xlim(right=DECK_SIZE)
     for ax, what, span in zip(axes, ("won", "lost"), spans):
         ax.set_title(f"Cards played: {what} games")
         ax.set_xlabel("cards played")
