@@ -455,6 +455,21 @@ def test_no_mean_score_is_struck_through_by_its_error_bar():
         assert frame.contains(labels[text].x0, labels[text].y0) and labels[text].y1 <= frame.y1, text
 
 
+def test_runs_keep_a_colour_each_past_ten():
+    # Thirteen runs (a heuristic's weights varied): the 11th, 12th and 13th had the 1st, 2nd and 3rd's colours.
+    from matplotlib.colors import to_hex
+    from matplotlib.container import BarContainer
+
+    k = 13
+    fig = plots.win_rate_figure([f"h{i}" for i in range(k)], [0.8] * k, [0.79] * k, [0.81] * k, [14.0] * k, "win rate",
+                                [13.9] * k, [14.1] * k)
+    (container,) = [c for c in fig.axes[1].containers if isinstance(c, BarContainer)]
+    bars = [to_hex(p.get_facecolor(), keep_alpha=False) for p in container]
+    assert len(bars) == k and len(set(bars)) == k
+    assert bars[:10] == [to_hex(f"C{i}") for i in range(10)]  # the first ten as matplotlib's default cycle
+    assert len({plots._colour(i) for i in range(plots.RUN_COLOURS)}) == plots.RUN_COLOURS == 20
+
+
 def test_run_names_too_long_to_turn_get_a_row_each():
     # Turned, a run named after a heuristic's seven weights reached down half the figure: the panels were
     # squeezed until "win rate" and "mean score of wins" ran into each other. A row each, the name in one line.

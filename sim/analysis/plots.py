@@ -43,8 +43,19 @@ def _figure(width: float, height: float):
     return fig
 
 
+RUN_COLOURS = 20
+"""Runs that get a colour each: tab10's ten colours, then their ten lighter pairs from tab20. tab10 alone gave
+the eleventh run the first one's colour, the twelfth the second's."""
+
+
 def _colour(i: int) -> str:
-    return f"C{i % 10}"
+    """The colour of the i-th run (0 first): the first ten as matplotlib's default cycle draws them."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    tab20 = colormaps["tab20"].colors  # each tab10 colour, then its lighter pair
+    j = i % RUN_COLOURS
+    return to_hex(tab20[2 * j] if j < 10 else tab20[2 * (j - 10) + 1])
 
 
 def _caption(fig, text: str) -> None:
