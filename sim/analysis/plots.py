@@ -10,6 +10,13 @@ legend lists every run (a run with nothing to draw in a panel is listed as
 such), bars carry their values, value axes start at 0, and every mean or
 rate carries its 95% interval. The same figures go into PNG files
 (`--png DIR`) and into the HTML pages.
+
+A run's colour is its place in the list of runs the command was given,
+the order of the legends and the tables (`_colour`): every figure of one
+report draws a run in one colour, and the first run is blue. A colour
+drawn from the run's name instead would follow a run from one report to
+another, but two runs of one figure could then share a colour, and the
+legend's colours would follow no order.
 """
 
 import io
