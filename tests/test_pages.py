@@ -18,6 +18,7 @@ import sim
 from sim.analysis import plots
 from sim.analysis.compare import arm_reports, compare_runs
 from sim.analysis.report import load_report, load_reports
+from sim.analysis.tables import fmt_ci, pct_digits, pct_text
 from sim.cli import app
 
 cli = CliRunner()
@@ -174,7 +175,7 @@ def test_report_figures_name_every_run_and_carry_their_values(runs):
     assert top.get_ylim()[0] == 0 and bottom.get_ylim()[0] == 0
     labels = " ".join(t.get_text() for t in top.texts)
     for r in reports:
-        assert plots._percent(100 * r.win_rate_low) in labels and plots._percent(100 * r.win_rate_high) in labels
+        assert fmt_ci(r.win_rate_low, r.win_rate_high, pct_digits(N)) in labels
 
 
 def test_cards_played_draws_a_count_no_game_ended_on_at_0(runs):
@@ -555,7 +556,30 @@ def test_paired_differences_of_long_run_names_keep_names_labels_and_titles_apart
 def test_a_figure_never_rounds_a_share_to_0_or_100_percent_it_does_not_reach():
     # The oracle won 19,999 of 20,000 deals: its point's label said 100.0%.
     assert plots._percent(100 * 19_999 / 20_000) == "99.9950%" and plots._percent(100.0) == "100.0%"
-    assert plots._percent(0.05) == "0.050%" and plots._percent(11.5) == "11.5%" and plots._percent(3.333) == "3.33%"
+    assert plots._percent(0.05) == "0.050%" and plots._percent(11.5) == "11.5%" and plots._percent(3.333) == "3.3%"
+
+
+def test_figures_write_win_rates_as_their_tables_and_other_shares_with_one_decimal(runs):
+    """The report's table said 11.25% and 8.53%, its figure 11.2% and 8.53% (3 significant digits); the lost
+    panel wrote 88.8% beside 8.25%."""
+    from sim.analysis.report import overview_table
+
+    reports = load_reports(runs)
+    table = overview_table(reports)
+    rate, ci = table.headers.index("win rate"), table.headers.index("95% CI")
+    figure = plots.report_win_rate_figure(reports)
+    assert [t.get_text() for t in figure.axes[0].texts] == [f"{row[rate]}\n({row[ci]})" for row in table.rows]
+    c = compare_runs(runs)
+    (arms, _) = c.tables()
+    rate, ci, score = (arms.headers.index(h) for h in ("win rate", "95% CI (Wilson)", "score per deal"))
+    figures = plots.compare_figures(c, arm_reports(c))
+    assert [t.get_text() for t in figures["win_rate"].axes[0].texts] == [f"{row[rate]}\n({row[ci]})"
+                                                                         for row in arms.rows]
+    frontier = sorted(t.get_text().split("\n")[-1] for t in figures["frontier"].axes[0].texts)
+    assert frontier == sorted(f"{row[rate]}, {row[score]}" for row in arms.rows)
+    lost = [t.get_text() for t in figures["score_distribution"].axes[1].texts]
+    assert lost == [pct_text(r.losses / r.games, 1) for r in reports] and all(
+        re.fullmatch(r"\d+\.\d%", v) for v in lost if not v.startswith(("0.0", "99.9")))
 
 
 def test_cards_played_has_whole_cards_and_no_scale_without_games(tmp_path):

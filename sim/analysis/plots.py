@@ -139,11 +139,12 @@ def run_caption(reports) -> str:
 
 
 def _percent(x: float) -> str:
-    """A percentage on a figure: 3 significant digits, or more near 0 and 100% (`pct_text`: 99.995% of
-    games won is not 100.0%)."""
+    """A share of games or deals on a figure, in %: one decimal, so that the values of a panel line up (3
+    significant digits wrote 15.4% beside 6.46%); more near 0 and 100% (`pct_text`: 99.995% of games won is
+    not 100.0%). A win rate is written as its table writes it (`_rate_label`)."""
     if math.isnan(x):
         return "-"
-    return pct_text(x / 100, 1 if abs(x) >= 10 or x == 0 else 2)
+    return pct_text(x / 100, 1)
 
 
 def _score_ticks(ax, scores) -> None:
@@ -441,12 +442,14 @@ def _win_rate_rows(labels, rates, lows, highs, scores, title: str, score_lows, s
     return fig
 
 
-def frontier_figure(labels, rates, lows, highs, per_deal, title: str, caption: str = "", games=None):
+def frontier_figure(labels, rates, lows, highs, per_deal, title: str, caption: str = "", games=None,
+                    digits: int | None = None):
     """Win rate (95% interval) against mean score per deal (a lost deal counting 0), one point per run.
 
     The two aims of play side by side: up is safer, right scores more. When
     strong runs (90% wins or more) crowd the top beside weaker ones, a second
-    panel shows them zoomed. `games` (each run's deals) go into the labels.
+    panel shows them zoomed. `games` (each run's deals) go into the labels; a win rate has `digits` decimals
+    when given (its table's), else those of `_percent`.
     """
     import numpy as np
 
@@ -471,7 +474,8 @@ def frontier_figure(labels, rates, lows, highs, per_deal, title: str, caption: s
             ax.errorbar([x[i]], [rates[i]], yerr=[[rates[i] - lows[i]], [highs[i] - rates[i]]], fmt="o",
                         capsize=4, color=_colour(i), markersize=7, clip_on=False)
         for (px, py), same in at.items():
-            text = "\n".join(names[i] for i in same) + f"\n{_percent(py)}, {px:.2f}"
+            rate = _percent(py) if digits is None else fmt_pct(py / 100, digits)
+            text = "\n".join(names[i] for i in same) + f"\n{rate}, {px:.2f}"
             notes.append((ax, ax.annotate(text, (px, py), textcoords="offset points", xytext=(7, 0), ha="left",
                                           va="center", fontsize="x-small")))
         ax.set_xlabel("mean score per deal (a lost deal counts 0)")
@@ -690,11 +694,13 @@ def save_png(fig, path: str | Path) -> Path:
 
 
 def report_win_rate_figure(reports):
-    """`sim report`'s win-rate chart: each run's win rate and mean score with their 95% intervals."""
+    """`sim report`'s win-rate chart: each run's win rate and mean score with their 95% intervals, the win
+    rates with the decimals of the report's tables."""
     return win_rate_figure(_labels(reports), [r.win_rate for r in reports], [r.win_rate_low for r in reports],
                            [r.win_rate_high for r in reports], [r.score_mean for r in reports],
                            "Win rate (95% Wilson interval)", [r.score_mean_low for r in reports],
-                           [r.score_mean_high for r in reports], caption=run_caption(reports))
+                           [r.score_mean_high for r in reports], caption=run_caption(reports),
+                           digits=max(pct_digits(r.games) for r in reports))
 
 
 def comparison_caption(comparison) -> str:
@@ -732,14 +738,15 @@ def compare_figures(comparison, reports) -> dict:
                                     [a.win_rate_high for a in arms], [a.mean_score for a in arms],
                                     f"Win rate (95% Wilson interval) on {deals}",
                                     [r and r.score_mean_low for r in reports],
-                                    [r and r.score_mean_high for r in reports], caption=caption),
+                                    [r and r.score_mean_high for r in reports], caption=caption,
+                                    digits=pct_digits(comparison.n)),
         "paired_difference": paired_difference_figure(comparison.pairs, comparison.n, caption),
         "frontier": frontier_figure(labels, [a.win_rate for a in arms], [a.win_rate_low for a in arms],
                                     [a.win_rate_high for a in arms], [a.score_per_deal for a in arms],
                                     "Win rate against score per deal" + ("" if comparison.same_size else
                                                                          " (deals per run in brackets)"),
                                     caption=caption, games=None if comparison.same_size else
-                                    [a.games for a in arms]),
+                                    [a.games for a in arms], digits=pct_digits(comparison.n)),
     }
     if games:
         figures["score_distribution"] = score_distribution_figure(reports, labels, overlay=True, caption=caption)
