@@ -309,20 +309,21 @@ def test_resume_refuses_when_the_shipped_planner_values_changed(tmp_path, monkey
     assert str(values) in line and "changed" in line
 
 
-@pytest.mark.slow  # three `sim compare` processes
-def test_compare_reuses_only_when_the_weights_file_is_unchanged(tmp_path):
+@pytest.mark.slow  # three comparisons, one of 1,000 heuristic games played twice
+def test_compare_reuses_only_when_the_weights_file_is_unchanged(tmp_path, monkeypatch):
     weights = tmp_path / "w.json"
     write_weights(weights, [-3.8, -16.6, -2.2, -15.7, -1.4, 1.2, 4.0])
+    monkeypatch.chdir(tmp_path)
     args = ["compare", "--policy", "greedy", "--policy", "heuristic", "--policy-arg", f"weights={weights}",
             "-n", "1000", "-w", "1"]
-    first = sim_cmd(*args, cwd=tmp_path)
-    assert first.returncode == 0, first.stderr
-    again = sim_cmd(*args, cwd=tmp_path)
+    first = cli.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    again = cli.invoke(app, args)
     figures = lambda out: [line for line in out.splitlines() if "reused" not in line]  # noqa: E731
     assert "reusing" in again.stderr and figures(again.stdout) == figures(first.stdout)
     write_weights(weights, [-1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0])
-    changed = sim_cmd(*args, cwd=tmp_path)
-    assert changed.returncode == 0, changed.stderr
+    changed = cli.invoke(app, args)
+    assert changed.exit_code == 0, changed.output
     assert "again" in changed.stderr and str(weights.resolve()) in changed.stderr
     assert figures(changed.stdout) != figures(first.stdout)
 
