@@ -198,8 +198,10 @@ def test_another_live_writers_temp_file_is_left_alone(tmp_path):
 
 
 @pytest.mark.slow  # two `sim compare` processes
-def test_compare_refuses_while_a_run_it_would_reuse_is_being_written(tmp_path):
-    sim_cmd("compare", "--policy", "greedy", "--policy", "random", "-n", "2000", "-w", "1", "-q", cwd=tmp_path)
+def test_compare_refuses_while_a_run_it_would_reuse_is_being_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the comparisons run in this process; only the lock's holder needs its own
+    args = ["compare", "--policy", "greedy", "--policy", "random", "-n", "2000", "-w", "1", "-q"]
+    assert cli.invoke(app, args).exit_code == 0
     out = tmp_path / "results" / "greedy-seed0-n2000"
     holder = subprocess.Popen([sys.executable, "-c", (
         "import time; from pathlib import Path; from sim.jobs.runner import writer_lock\n"
@@ -207,9 +209,8 @@ def test_compare_refuses_while_a_run_it_would_reuse_is_being_written(tmp_path):
         "    print('locked', flush=True); time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        r = sim_cmd("compare", "--policy", "greedy", "--policy", "random", "-n", "2000", "-w", "1", "-q",
-                    cwd=tmp_path)
-        assert r.returncode == 1 and f"pid {holder.pid}" in r.stderr, r.stderr
+        r = cli.invoke(app, args)
+        assert r.exit_code == 1 and f"pid {holder.pid}" in r.stderr, r.stderr
     finally:
         holder.kill()
         holder.wait()
