@@ -6,6 +6,7 @@ match the vector exactly.
 """
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -80,3 +81,11 @@ def test_play_decks_matches_vectors():
         assert int(cols.face_down[i]) == g["face_down"]
         assert int(cols.piles[i]) == g["piles"]
         assert sim.END_NAMES[int(cols.end[i])] == g["end"]
+
+
+def test_the_rules_name_the_vectors_where_they_are():
+    # RULES.md is a copy of the rules page, which keeps its vectors in vectors/; here they are in tests/data/.
+    root = Path(__file__).resolve().parent.parent
+    named = re.findall(r"`([\w./-]+\.jsonl)`", (root / "RULES.md").read_text())
+    assert named and all((root / path).is_file() for path in named), named
+    assert VECTORS.relative_to(root).as_posix() in named
