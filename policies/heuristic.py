@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
-from policies.params import Param, read_json, short_repr
+from policies.params import Param, json_float, read_json, short_repr
 
 from sim.kernels import (
     COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL, MIN_ROW, OCCUPIED,
@@ -101,11 +101,12 @@ def parse_weights(text: str) -> list[float]:
 
 
 def _weight(value, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"weights file {where}: {value!r} is not a number")
+    """A weights file's entry as a float (NaN and the infinities are refused after, naming their feature)."""
     try:
-        return float(value)
-    except OverflowError:  # JSON's integers have no bound
+        return json_float(value)
+    except TypeError:
+        raise ValueError(f"weights file {where}: {value!r} is not a number") from None
+    except OverflowError:
         raise ValueError(f"weights file {where}: {short_repr(value)} is not a finite number") from None
 
 

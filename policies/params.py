@@ -32,6 +32,16 @@ def read_json(path, what: str):
         raise ValueError(f"{what}: not readable JSON ({e})") from None
 
 
+def json_float(value) -> float:
+    """A number read from a weights or values file, as a float. TypeError when `value` is not a number (JSON's
+    true and false are not numbers, though Python's bool is an int); OverflowError when it is an integer beyond
+    a float's range (JSON's integers have no bound). NaN and the infinities (Python's json reads them) come back
+    as they are: each caller says whether it takes them, in its own words."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{short_repr(value)} is not a number")
+    return float(value)
+
+
 def short_repr(value) -> str:
     """A weights or values file's entry for an error line: a long one (JSON's integers have no bound) cut to its
     start."""

@@ -63,7 +63,7 @@ from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
 from policies.heuristic import nibble, stock_prefix, ups_after
-from policies.params import Param, integer, number, read_json, short_repr
+from policies.params import Param, integer, json_float, number, read_json, short_repr
 from sim.kernels import (
     BAND_COLS, BAND_ROWS, CELLS, COL_MASK, COL_OF, COL_UPS, FACE_DOWN, FULL, HEIGHT, MAX_COL, MAX_ROW, MIN_COL,
     MIN_ROW, OCCUPIED, OPEN, PILES, RANK_SHIFT, RANKS, ROW_MASK, ROW_OF, ROW_UPS, RULE_GRID, RULE_MAX_FACE_DOWN,
@@ -163,7 +163,7 @@ def validate_values(data, where: str) -> list[float]:
         raise ValueError(f"values file {where}: need {N_WEIGHTS} weights")
     loss = data.get("loss", 0.0)
     for v in weights + [loss]:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v):
+        if not _finite(v):
             raise ValueError(f"values file {where}: {short_repr(v)} is not a finite number")
     if loss > 0:  # worth more than some positions: planner would lose deals on purpose
         raise ValueError(f"values file {where}: loss {loss!r} is above 0 (a lost deal is worth at most its score "
@@ -171,11 +171,11 @@ def validate_values(data, where: str) -> list[float]:
     return weights_to_params(weights, loss)
 
 
-def _finite(v: int | float) -> bool:
-    """Is `v` a finite float, or an int that is one? (JSON's integers have no bound; math.isfinite overflows.)"""
+def _finite(v) -> bool:
+    """Is `v` (a values file's entry) a number, and a finite one?"""
     try:
-        return math.isfinite(v)
-    except OverflowError:
+        return math.isfinite(json_float(v))
+    except (TypeError, OverflowError):
         return False
 
 

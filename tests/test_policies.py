@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 import policies
 import policies.heuristic
+import policies.planner
 import sim
 from sim.cli import app
 from sim.engine.board import Board
@@ -147,6 +148,30 @@ def test_a_weights_file_with_an_integer_too_large_for_a_float_is_refused(tmp_pat
     with pytest.raises(ValueError, match=r"^policy 'heuristic': weights file .*big.json: 1000000.*\.\.\. is not a "
                                          r"finite number$"):
         resolve("heuristic", {"weights": str(path)})
+
+
+def test_weights_and_values_files_read_their_numbers_alike(tmp_path):
+    # One reading of a file's numbers for heuristic's weights and planner's values, each saying it in its words.
+    import math
+
+    from policies.params import json_float
+
+    assert json_float(3) == 3.0 and type(json_float(3)) is float and json_float(-0.5) == -0.5
+    assert math.isinf(json_float(math.inf)) and math.isnan(json_float(math.nan))  # the caller decides
+    for value in (True, "1", None, [1]):
+        with pytest.raises(TypeError, match="is not a number$"):
+            json_float(value)
+    with pytest.raises(OverflowError):
+        json_float(10**400)
+    planner = policies.planner.read_values()
+    for value, weights_says in ((True, "True is not a number"), (10**400, r"1000000.*\.\.\. is not a finite number"),
+                                (math.inf, "has face_down=inf")):
+        (tmp_path / "w.json").write_text(json.dumps([value, 1, 1, 1, 1, 1, 1]))
+        with pytest.raises(ValueError, match=weights_says):
+            resolve("heuristic", {"weights": str(tmp_path / "w.json")})
+        (tmp_path / "v.json").write_text(json.dumps({**planner, "loss": value}))
+        with pytest.raises(ValueError, match=r"v\.json: .* is not a finite number$"):
+            resolve("planner", {"values": str(tmp_path / "v.json")})
 
 
 def test_weights_so_large_that_a_placement_outweighs_a_win_or_a_loss_are_refused():
