@@ -456,6 +456,7 @@ def replay(
              "a solve run's best winning line); --policy adds others on the same deck (a plugin's run needs "
              "--policy naming it, as --resume does).")] = None,
     quiet: QuietOpt = False,
+    verbose: VerboseErrorsOpt = 0,
 ):
     """Play one game and print it turn by turn: card, cell, grid, checks fired, end.
 
@@ -463,6 +464,7 @@ def replay(
 
     Example: sim replay --run results/solve-seed0-n100-node_limit1000000 --game 7 --policy greedy
     """
+    logging_options(verbose, quiet)
     policies = policy or ([] if run is not None else ["greedy"])
     check_policy(*policies)
     if len(set(policies)) < len(policies):
@@ -475,7 +477,7 @@ def replay(
     from sim.analysis.replay import format_replay, replay as replay_game, replay_run, run_plugin_named
     from sim.engine.cards import deal as deal_cards
 
-    with library_errors():
+    with library_errors(verbose):
         recorded = []
         if run is not None:
             recorded = [replay_run(run, game, named=policies)]

@@ -507,7 +507,7 @@ def test_train_example_writes_values_json_not_the_shipped_values():
 
 QUIET_AND_VERBOSE = {"run": ["-n", "5"], "solve": ["-n", "1"], "compare": ["-p", "greedy", "-p", "random", "-n", "5"],
                      "sweep": ["--rule", "max_pile=3,4", "-n", "5"], "report": ["nowhere"], "tune": ["-n", "5"],
-                     "train": ["-n", "5"]}
+                     "train": ["-n", "5"], "replay": ["--game", "1"]}
 """Every command taking --quiet and -v, with just enough arguments to start work."""
 
 
@@ -711,6 +711,26 @@ def test_v_shows_where_a_policy_raised_in_a_worker(tmp_path):
     assert f'File "{plugin}", line 3, in choose' in r.stderr, r.stderr  # the worker's traceback
     r = subprocess.run([*args, "--out", str(tmp_path / "q")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+def test_replay_takes_v_for_where_a_policy_raised_as_the_other_commands_do(tmp_path):
+    plugin = tmp_path / "boom.py"
+    plugin.write_text("def choose(position, card):\n"
+                      "    if position.turn == 3:\n"
+                      "        raise RuntimeError('boom')\n"
+                      "    return position.legal_cells()[0]\n")
+    loud = invoke("replay", "-p", f"{plugin}:choose", "--game", "1", "-v")
+    assert one_line_error_last(loud, 1).startswith("Error: policy") and "Traceback" in loud.stderr, loud.output
+    assert f'File "{plugin}", line 3, in choose' in loud.stderr
+    plain = invoke("replay", "-p", f"{plugin}:choose", "--game", "1")
+    assert one_line_error(plain, 1).startswith("Error: policy") and "Traceback" not in plain.stderr
+    assert "-v, --verbose" in invoke("replay", "-h").stdout
+
+
+def one_line_error_last(r, code) -> str:
+    """The last line of stderr, an error, after what -v adds above it."""
+    assert r.exit_code == code, r.output
+    return r.stderr.strip().splitlines()[-1]
 
 
 def test_ctrl_c_outside_a_run_s_own_handlers_says_so_in_one_line(tmp_path, monkeypatch):
