@@ -830,7 +830,7 @@ def compare(
                 fail("-n is required with --policy (e.g. -n 1e6)")
             seed = 0 if seed is None else seed
             result = cmp.compare_policies(policy, _count(n), seed=seed, rules=parse_rules(rule),
-                                          policy_args=parse_policy_args(policy_arg), say_reused=not quiet, **how)
+                                          policy_args=parse_policy_args(policy_arg), **how)
         else:
             # The runs record their seed and policy arguments: a --seed (0 too) or --policy-arg would be ignored.
             if given(n=n, seed=seed, rule=rule, policy_arg=policy_arg, record_deals=record_deals, force=force,

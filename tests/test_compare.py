@@ -68,10 +68,11 @@ def test_compare_policies_plays_the_same_decks_and_pairs_them(tmp_path, monkeypa
     assert pair["diff_low"] < pair["diff"] < pair["diff_high"]
     assert data["differs"] == ["policy"]
 
-    # again: the complete runs with the same settings are reused, and the text table says so
-    again = cli.invoke(app, [a for a in args[:-2] if a != "-q"])  # -q would leave the notes out
+    # again: the complete runs with the same settings are reused, said on stderr (stdout is the result)
+    again = cli.invoke(app, [a for a in args[:-2] if a != "-q"])  # -q would leave the notices out
     assert again.exit_code == 0, again.output
-    assert "reused results/greedy-seed5-n2000" in again.stdout and "differ in: policy" in again.stdout
+    assert "reusing results/greedy-seed5-n2000" in again.stderr and "differ in: policy" in again.stdout
+    assert "reuse" not in again.stdout
     assert "McNemar p" in again.stdout and f"{expected['wins_a']:,}" in again.stdout
     # a run with other settings in the way is refused, not silently replaced
     other = cli.invoke(app, ["compare", "--policy", "greedy", "--policy", "random", "-n", str(N), "--seed", "5", "-q",

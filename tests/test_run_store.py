@@ -340,7 +340,7 @@ def test_compare_reuses_the_run_sim_run_made_with_a_relative_weights_file(tmp_pa
     r = cli.invoke(app, ["compare", "--policy", "heuristic", "--policy", "greedy", "--policy-arg", "weights=wz.json",
                          "-n", "500", "-w", "1"])
     assert r.exit_code == 0, r.output
-    assert f"reused {Path('results') / made[0]}" in r.output
+    assert f"reusing {Path('results') / made[0]}" in r.stderr
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["greedy-seed0-n500", made[0]]
 
 

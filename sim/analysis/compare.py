@@ -231,6 +231,8 @@ class Arm:
     """Mean score over all its games, a lost game counting 0: what a player scores per deal dealt."""
     games_per_core_s: float | None = None
     """Games per second per worker process when the run was played (None if unknown)."""
+    reused: bool = False
+    """`compare_policies` reused an existing run with the same settings rather than playing it again."""
 
 
 @dataclass(frozen=True)
@@ -319,7 +321,7 @@ class Comparison:
     differs: tuple[str, ...]
     """What the runs differ in: "policy", "rule max_face_down", ..."""
     notes: tuple[str, ...] = field(default=())
-    """Lines printed above the tables (e.g. which runs were reused)."""
+    """Lines printed above the tables (e.g. what a solve run's score is)."""
 
     @property
     def same_size(self) -> bool:
@@ -817,16 +819,12 @@ def _finish_all(message: str, force: bool, command: str | None) -> str:
         f": {command}" if command else "")
 
 
-def reuse_notes(made: list[tuple[Path, bool]]) -> list[str]:
-    """One note per run that `make_runs` reused instead of playing again."""
-    return [f"reused {path}: a complete run with the same settings already there" for path, reused in made if reused]
-
-
-def compare_policies(policies: list[str], n: int, seed: int = 0, rules: Rules | None = None, say_reused: bool = True,
+def compare_policies(policies: list[str], n: int, seed: int = 0, rules: Rules | None = None,
                      **run_options) -> Comparison:
     """Play every policy on the same deals (or reuse those runs) and compare them in pairs.
 
-    With `say_reused`, the result's notes say which runs were reused (a notice: `--quiet` leaves it out).
+    The result is the same whether a run was played or reused: which runs were reused is each arm's `reused`
+    (and `make_runs` notifies it as it goes, on stderr from the command line), not a note above the tables.
     """
     if len(policies) < 2:
         raise UsageError("give at least two --policy to compare")
@@ -834,4 +832,5 @@ def compare_policies(policies: list[str], n: int, seed: int = 0, rules: Rules | 
         raise UsageError("a --policy is given twice")
     rules = rules or Rules()
     made = make_runs([(p, rules) for p in policies], n, seed, **run_options)
-    return compare_runs([path for path, _ in made], notes=reuse_notes(made) if say_reused else ())
+    result = compare_runs([path for path, _ in made])
+    return replace(result, arms=tuple(replace(a, reused=reused) for a, (_, reused) in zip(result.arms, made)))
