@@ -402,10 +402,10 @@ def show_progress(quiet: bool) -> bool:
 
 def games_bar(total: int, quiet: bool, desc: str):
     """The progress bar of tune's and train's games (those commands play in the main process's loop, not in a run)."""
-    from tqdm import tqdm
+    from sim.jobs.progress import ProgressBar
 
-    return tqdm(total=total, unit=" games", disable=not show_progress(quiet), file=sys.stderr, smoothing=0.1,
-                dynamic_ncols=True, desc=desc)
+    return ProgressBar(total=total, unit=" games", disable=not show_progress(quiet), file=sys.stderr, smoothing=0.1,
+                       desc=desc)
 
 
 def above(bar, say):

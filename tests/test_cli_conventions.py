@@ -104,6 +104,38 @@ def test_progress_bar_only_on_a_terminal(monkeypatch):
     assert show_progress(quiet=True) is False
 
 
+def test_a_terminal_that_reports_no_columns_still_gets_a_whole_bar(tmp_path, monkeypatch):
+    # A pty of size 0x0 (some containers and CI runners): tqdm took -1 columns, drew a bar one character wide
+    # and cut the line's end. The bar falls back to $COLUMNS, else 80 (one column left free, as tqdm leaves it).
+    import os
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+        def fileno(self):
+            return 2
+
+    def last_line(text):
+        return [line for line in text.replace("\r", "\n").splitlines() if line.strip()][-1]
+
+    monkeypatch.setattr(os, "get_terminal_size", lambda fd=None: os.terminal_size((0, 0)))
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    sim.run(sim.RunConfig(n=1000), out=tmp_path / "r", workers=1, chunk_size=500, progress=True)
+    line = last_line(sys.stderr.getvalue())
+    assert line.startswith("100%|") and len(line) == 79 and line.endswith("games/s]"), line
+    assert len(line.split("|")[1]) >= 20, line  # the bar itself
+    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    from sim.cli import games_bar
+
+    with games_bar(10, quiet=False, desc="search") as bar:
+        bar.update(10)
+    line = last_line(sys.stderr.getvalue())
+    assert line.startswith("search: 100%|") and len(line) == 119, line
+
+
 @pytest.mark.slow  # three runs and a comparison with figures
 def test_a_redirected_stderr_gets_no_bar_and_quiet_silences_notices(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
