@@ -134,10 +134,17 @@ def t95(df: int) -> float:
     return float(stdtrit(df, 0.975))
 
 
-def mean_interval(mean: float, var: float, count: int) -> tuple[float, float]:
-    """Student's t 95% interval of a mean of `count` >= 2 values with sample variance `var`:
-    mean +- t(0.975, count - 1) * sqrt(var / count). With few values it is wider than the normal interval
-    (2 values: 12.7 standard errors instead of 1.96); with thousands, the same to three digits."""
+def mean_interval(mean: float, var: float, count: int) -> tuple[float | None, float | None]:
+    """Student's t 95% interval of a mean of `count` >= 2 values with sample variance `var` (Student 1908,
+    "The probable error of a mean", Biometrika 6: 1-25): mean +- t(0.975, count - 1) * sqrt(var / count). With
+    few values it is wider than the normal interval (2 values: 12.7 standard errors instead of 1.96); with
+    thousands, the same to three digits.
+
+    (None, None) when `var` is 0 (every value the same): the interval would have no width, which reads as a
+    mean known exactly, where the values only show no spread to measure it by (a few games that all scored 7
+    say little about the next ones)."""
+    if var <= 0:
+        return None, None
     half = t95(count - 1) * math.sqrt(var / count)
     return mean - half, mean + half
 
@@ -145,7 +152,8 @@ def mean_interval(mean: float, var: float, count: int) -> tuple[float, float]:
 def mean_interval_from_counts(counts: dict[int, int] | list[tuple[int, int]],
                               ) -> tuple[float | None, float | None, float | None]:
     """(mean, low, high): the mean of integer values given as value -> count, with its 95% interval
-    (`mean_interval`). (None, None, None) without values; the ends are None with a single value.
+    (`mean_interval`). (None, None, None) without values; the ends are None with a single value, and with
+    values all equal (`mean_interval`).
     """
     items = [(int(v), int(k)) for v, k in (counts.items() if isinstance(counts, dict) else counts) if k > 0]
     total = sum(k for _, k in items)

@@ -508,3 +508,16 @@ def test_each_part_is_verified_once_whatever_the_number_of_batches(tmp_path, mon
         assert sorted(checked) == parts
         assert (p.games, p.wins_a, p.wins_b, p.both, p.a_only, p.b_only) == tuple(
             expected[k] for k in ("games", "wins_a", "wins_b", "both", "a_only", "b_only"))
+
+
+def test_a_difference_the_same_in_every_game_is_said_to_have_no_interval(tmp_path):
+    # Two runs of the same games: every difference is 0, and the t interval was shown as "+0.00 .. +0.00".
+    for name in ("a", "b"):
+        sim.run(sim.RunConfig(n=40), out=tmp_path / name, workers=1)
+    r = cli.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert r.exit_code == 0, r.output
+    row = [line for line in r.stdout.splitlines() if line.lstrip().startswith("a ")][-1]
+    assert row.count("none (all equal)") == 2 and ".. +0.00" not in row, row
+    (pair,) = json.loads(cli.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "-f", "json"]).stdout)["pairs"]
+    assert pair["both"] >= 2 and pair["score_diff"] == 0 and pair["score_diff_low"] is None
+    assert pair["deal_diff"] == 0 and pair["deal_diff_low"] is None and pair["deal_diff_high"] is None

@@ -137,3 +137,13 @@ def test_a_share_is_never_written_as_0_or_100_percent_unless_it_is():
 
     assert pct_text(399_999 / 400_000, 4) == "99.99975%" and pct_text(1 / 400_000, 4) == "0.00025%"
     assert pct_text(1.0, 4) == "100.0000%" and pct_text(0.0, 4) == "0.0000%" and pct_text(0.1, 4) == "10.0000%"
+
+
+def test_values_all_equal_have_no_t_interval_rather_than_one_of_no_width():
+    # Three wins that all scored 5 gave the interval [5, 5]: certainty, from values that only show no spread.
+    from sim.stats import mean_interval, mean_interval_from_counts
+
+    assert mean_interval_from_counts({5: 3}) == (5.0, None, None)
+    assert mean_interval(5.0, 0.0, 3) == (None, None)
+    mean, low, high = mean_interval_from_counts({5: 2, 6: 1})
+    assert low < mean < high

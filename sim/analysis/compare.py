@@ -266,13 +266,14 @@ class Pair:
     score_diff: float | None
     """Mean of score A - score B over the games both won."""
     score_diff_low: float | None
-    """Lower end of its 95% interval (Student's t) (None with fewer than two games both won)."""
+    """Lower end of its 95% interval (Student's t) (None with fewer than two games both won, or when every one of
+    them has the same difference: no spread, no interval)."""
     score_diff_high: float | None
     """Upper end of its 95% interval (Student's t)."""
     deal_diff: float | None = None
     """Mean of score A - score B over all the games, a lost game counting 0 (the difference of score per deal)."""
     deal_diff_low: float | None = None
-    """Lower end of its 95% interval (Student's t) (None with fewer than two games)."""
+    """Lower end of its 95% interval (Student's t) (None with fewer than two games, or all the same difference)."""
     deal_diff_high: float | None = None
     """Upper end of its 95% interval (Student's t)."""
     p_holm: float | None = None
@@ -359,8 +360,8 @@ class Comparison:
             (p.a, p.b, fmt_int(p.games), fmt_int(p.wins_a), fmt_int(p.wins_b), fmt_int(p.both), fmt_int(p.a_only),
              fmt_int(p.b_only), _signed_pp(p.diff, d), _signed_ci(p.diff_low, p.diff_high, d), fmt_p(p.p_value),
              *((fmt_p(p.p_verdict),) if several else ()), {"a": "A", "b": "B"}.get(p.ahead, "-"),
-             _signed(p.score_diff), _signed_range(p.score_diff_low, p.score_diff_high),
-             _signed(p.deal_diff), _signed_range(p.deal_diff_low, p.deal_diff_high)) for p in self.pairs),
+             _signed(p.score_diff), _signed_range(p.score_diff_low, p.score_diff_high, p.both),
+             _signed(p.deal_diff), _signed_range(p.deal_diff_low, p.deal_diff_high, p.games)) for p in self.pairs),
             align="ll", note=("pA - pB: win-rate difference in percentage points (pp), with the Bonett-Price "
                               "paired 95% interval. "
                               "McNemar p: exact two-sided test on the games only one of them won (A only vs B only)"
@@ -372,7 +373,8 @@ class Comparison:
                               "score A - B: mean over the games both won (a lost game has no score), "
                               "with a 95% interval (Student's t). per deal A - B: mean over all the games, a lost "
                               "game counting 0 (the difference of score per deal), with a 95% interval "
-                              "(Student's t)."))
+                              "(Student's t); none (all equal) when every game has the same difference: "
+                              "Student's t has no spread to measure, which is no certainty."))
         return [arms, pairs]
 
     def text(self) -> str:
@@ -455,8 +457,11 @@ def _signed(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:+.{digits}f}"
 
 
-def _signed_range(lo, hi, digits: int = 2) -> str:
-    return "-" if lo is None else f"{lo:+.{digits}f} .. {hi:+.{digits}f}"
+def _signed_range(lo, hi, count: int, digits: int = 2) -> str:
+    """A difference's interval; of `count` values, with none when they are fewer than two or all equal."""
+    if lo is None:
+        return "none (all equal)" if count >= 2 else "-"
+    return f"{lo:+.{digits}f} .. {hi:+.{digits}f}"
 
 
 def _signed_pp(x: float, digits: int) -> str:
@@ -540,12 +545,15 @@ def paired_sums(paths: list[str], n: int, batch: int = BATCH) -> dict[str, int]:
 
 
 def _mean_interval(total: int, squares: int, count: int):
+    """(mean, low, high) of `count` integers from their sum and sum of squares; the ends None with fewer than two
+    or when they are all equal. The variance is worked out in integers, so that equal values give exactly 0."""
     if count == 0:
         return None, None, None
     mean = total / count
     if count == 1:
         return mean, None, None
-    var = max(0.0, (squares - count * mean * mean) / (count - 1))
+    total, squares = int(total), int(squares)
+    var = (count * squares - total * total) / (count * (count - 1))
     return (mean, *mean_interval(mean, var, count))
 
 

@@ -188,14 +188,20 @@ def pair_html(p, n: int) -> str:
     ]
     if p.score_diff is None:
         rows.append("<p>score A - B: no game both won</p>")
-    elif p.score_diff_low is None:
+    elif p.score_diff_low is None and p.both == 1:
         rows.append(f"<p>score A - B = {p.score_diff:+.2f} on the one game both won</p>")
+    elif p.score_diff_low is None:  # every one the same: no spread to measure, no interval (which is no certainty)
+        rows.append(f"<p>score A - B = {p.score_diff:+.2f} on each of the {count(p.both, 'game')} both won: "
+                    f"no interval</p>")
     else:
         rows.append(f"<p>score A - B = <b>{p.score_diff:+.2f}</b> (95% CI {p.score_diff_low:+.2f} .. "
                     f"{p.score_diff_high:+.2f}) over the {count(p.both, 'game')} both won</p>")
     if p.deal_diff_low is not None:
         rows.append(f"<p>score per deal A - B = <b>{p.deal_diff:+.2f}</b> (95% CI {p.deal_diff_low:+.2f} .. "
                     f"{p.deal_diff_high:+.2f}) over all {count(p.games, 'game')}, a lost game counting 0</p>")
+    elif p.deal_diff is not None and p.games > 1:
+        rows.append(f"<p>score per deal A - B = {p.deal_diff:+.2f} on each of the {count(p.games, 'game')}, a lost "
+                    f"game counting 0: no interval</p>")
     return '<div class="pair">' + "\n".join(rows) + "</div>"
 
 

@@ -71,7 +71,8 @@ class RunReport:
     score_mean: float | None
     """Of the won games; None without wins."""
     score_mean_low: float | None
-    """Lower end of the 95% interval (Student's t) of the mean score (None with fewer than two wins)."""
+    """Lower end of the 95% interval (Student's t) of the mean score (None with fewer than two wins, or when every
+    win scored the same: no spread, no interval)."""
     score_mean_high: float | None
     """Upper end of that interval."""
     score_median: float | None

@@ -67,7 +67,8 @@ class SweepRow:
     mean_score: float | None
     """Mean score of the won games (None without wins)."""
     mean_score_low: float | None
-    """Lower end of the 95% interval (Student's t) of the mean score (None with fewer than two wins)."""
+    """Lower end of the 95% interval (Student's t) of the mean score (None with fewer than two wins, or when every
+    win scored the same: no spread, no interval)."""
     mean_score_high: float | None
     """Upper end of that interval."""
     reused: bool
