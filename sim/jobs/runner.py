@@ -855,9 +855,11 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
                       "decks": None if decks is None else decks[start:stop]}
 
     units = f"{job.unit}s"  # "500,000/1,000,000 games [00:12<00:12, 40.7k games/s]"
-    bar = ProgressBar(total=config.n, initial=sum(i["rows"] for i in p.parts.values()), unit=f" {units}", unit_scale=True,
-               bar_format="{l_bar}{bar}| {n:,}/{total:,} " + units + " [{elapsed}<{remaining}, {rate_noinv_fmt}]",
-               disable=not progress, file=sys.stderr, smoothing=0.1)
+    bar = ProgressBar(total=config.n, initial=sum(i["rows"] for i in p.parts.values()), unit=f" {units}",
+                      unit_scale=True,
+                      bar_format=("{l_bar}{bar}| {n:,}/{total:,} " + units
+                                  + " [{elapsed}<{remaining}, {rate_noinv_fmt}]"),
+                      disable=not progress, file=sys.stderr, smoothing=0.1)
     status = "incomplete"
     # The run --force replaces: "aside" in ASIDE until the new run's first part, then "gone"; "back" when a
     # failure before that part put it back (the new run's manifest is gone with it).
