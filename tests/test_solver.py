@@ -285,10 +285,12 @@ def _cells_to_try(state, rules, new_piles):
 
 
 @njit(cache=False)
-def _wins_before(deck, rules, limit, state, t, new_piles=0):
+def _wins_before(deck, rules, limit, state, t, new_piles):
     """Does some line from `state` (t cards placed) win before turn `limit`? No pruning at all,
-    but with `new_piles` only lines in which every card opens a pile are followed (with no slack
-    no other line can win: 16 piles need 16 cards)."""
+    but with `new_piles` (0 or 1) only lines in which every card opens a pile are followed (with no
+    slack no other line can win: 16 piles need 16 cards). `new_piles` has no default: every call
+    passes an int64, so numba compiles this recursion once, not once more for an omitted argument
+    and again for the literal 0 it then passes to itself."""
     if t + 1 >= limit:
         return False
     card = deck[t]
@@ -354,7 +356,7 @@ def test_rank_parity_bound_never_cuts_a_win():
     for g, deck, best in _deals_with_best(40, (24,), proven=False):
         for t, c, on_line, state in _positions_near(deck, best.moves, range(10, 13), rules, new_piles=True):
             seen["positions"] += 1
-            win = on_line or _wins_before(deck, r, limit, state, t + 1)
+            win = on_line or _wins_before(deck, r, limit, state, t + 1, 0)
             seen["wins"] += win
             with_2c = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE)
             without = cards_needed(state, r, deck, t + 1, limit, 0)
@@ -384,7 +386,7 @@ def test_slack_parity_never_cuts_a_win():
             if limit - 1 - (t + 1) - (16 - state[K.PILES]) != 1:
                 continue  # no slack left (rule 2c's test) or none to begin with
             seen["slack1"] += 1
-            win = on_line or _wins_before(deck, r, limit, state, t + 1)
+            win = on_line or _wins_before(deck, r, limit, state, t + 1, 0)
             seen["wins"] += win
             with_2d = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE, 1)
             without = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE, 0)
@@ -404,7 +406,7 @@ def test_slack_parity_never_cuts_a_win():
                     K.place(child, r, x, deck[t + 1])
                     if child[K.FACE_DOWN_COUNT] > rules.max_face_down:
                         continue
-                    assert not _wins_before(deck, r, limit, child, t + 2), (g, t, c, x)
+                    assert not _wins_before(deck, r, limit, child, t + 2, 0), (g, t, c, x)
                     seen["piles_dropped"] += 1
     assert deals >= 10 and seen["slack1"] >= 200 and seen["wins"] >= 30, (deals, seen)
     assert seen["cut_2d"] >= 10 and seen["piles_dropped"] >= 10, str(seen)
