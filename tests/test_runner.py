@@ -11,8 +11,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from typer.testing import CliRunner
 
 import sim
+from sim.cli import app
 from sim.jobs import runner
 
 from conftest import games_of
@@ -266,9 +268,8 @@ def test_sigkill_then_resume_gives_exactly_the_uninterrupted_rows(tmp_path, read
     done = len(list((out / "games").glob("part-*.parquet")))
     assert 0 < done < 200, "the kill should land mid-run"
     time.sleep(0.5)  # orphaned workers notice the closed pipe and exit
-    resumed = subprocess.run([sys.executable, "-m", "sim", "run", "--resume", str(out), "-q"],
-                             capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = CliRunner().invoke(app, ["run", "--resume", str(out), "-q"])  # the command, in this process
+    assert resumed.exit_code == 0, resumed.output
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
     assert not [p for p in (out / "games").iterdir() if ".tmp-" in p.name]
     got = read_games(out)
