@@ -737,12 +737,12 @@ def test_v_shows_where_a_policy_raised_in_a_worker(tmp_path):
                       "    if position.game == 7:\n"
                       "        raise RuntimeError('boom')\n"
                       "    return position.legal_cells()[0]\n")
-    args = [sys.executable, "-m", "sim", "run", "-p", f"{plugin}:choose", "-n", "20", "--chunk-size", "5", "-w", "2"]
-    r = subprocess.run([*args, "-v", "--out", str(tmp_path / "v")], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 1 and r.stderr.strip().splitlines()[-1].startswith("Error: policy"), r.stderr
+    args = ["run", "-p", f"{plugin}:choose", "-n", "20", "--chunk-size", "5", "-w", "2"]  # two worker processes
+    r = invoke(*args, "-v", "--out", tmp_path / "v")
+    assert r.exit_code == 1 and r.stderr.strip().splitlines()[-1].startswith("Error: policy"), r.stderr
     assert f'File "{plugin}", line 3, in choose' in r.stderr, r.stderr  # the worker's traceback
-    r = subprocess.run([*args, "--out", str(tmp_path / "q")], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    r = invoke(*args, "--out", tmp_path / "q")
+    assert r.exit_code == 1 and "Traceback" not in r.stderr, r.stderr
 
 
 def test_replay_takes_v_for_where_a_policy_raised_as_the_other_commands_do(tmp_path):
