@@ -752,17 +752,12 @@ def test_replay_takes_v_for_where_a_policy_raised_as_the_other_commands_do(tmp_p
                       "        raise RuntimeError('boom')\n"
                       "    return position.legal_cells()[0]\n")
     loud = invoke("replay", "-p", f"{plugin}:choose", "--game", "1", "-v")
-    assert one_line_error_last(loud, 1).startswith("Error: policy") and "Traceback" in loud.stderr, loud.output
+    assert loud.exit_code == 1, loud.output
+    assert loud.stderr.strip().splitlines()[-1].startswith("Error: policy") and "Traceback" in loud.stderr, loud.output
     assert f'File "{plugin}", line 3, in choose' in loud.stderr
     plain = invoke("replay", "-p", f"{plugin}:choose", "--game", "1")
     assert one_line_error(plain, 1).startswith("Error: policy") and "Traceback" not in plain.stderr
     assert "-v, --verbose" in invoke("replay", "-h").stdout
-
-
-def one_line_error_last(r, code) -> str:
-    """The last line of stderr, an error, after what -v adds above it."""
-    assert r.exit_code == code, r.output
-    return r.stderr.strip().splitlines()[-1]
 
 
 def test_ctrl_c_outside_a_run_s_own_handlers_says_so_in_one_line(tmp_path, monkeypatch):

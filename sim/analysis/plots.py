@@ -286,11 +286,16 @@ def _panel_legends(fig, axes) -> None:
     fig.set_figheight(fig.get_figheight() + under / fig.dpi + 0.2)  # the panels keep their height above them
 
 
+def _rate(rate: float, digits: int | None) -> str:
+    """A win rate, in %: with `digits` decimals as a table writes it, else as `_percent`."""
+    return _percent(rate) if digits is None else fmt_pct(rate / 100, digits)
+
+
 def _rate_label(rate: float, low: float, high: float, digits: int | None, between: str = " ") -> str:
-    """A win rate and its interval, in %: with `digits` decimals as a table writes them, else as `_percent`."""
+    """A win rate and its interval, in %, each as `_rate` writes it (`fmt_ci`'s interval with `digits`)."""
     if digits is None:
-        return f"{_percent(rate)}{between}({_percent(low)} .. {_percent(high)})"
-    return f"{fmt_pct(rate / 100, digits)}{between}({fmt_ci(low / 100, high / 100, digits)})"
+        return f"{_rate(rate, None)}{between}({_percent(low)} .. {_percent(high)})"
+    return f"{_rate(rate, digits)}{between}({fmt_ci(low / 100, high / 100, digits)})"
 
 
 ROWS_ABOVE = 8
@@ -474,8 +479,7 @@ def frontier_figure(labels, rates, lows, highs, per_deal, title: str, caption: s
             ax.errorbar([x[i]], [rates[i]], yerr=[[rates[i] - lows[i]], [highs[i] - rates[i]]], fmt="o",
                         capsize=4, color=_colour(i), markersize=7, clip_on=False)
         for (px, py), same in at.items():
-            rate = _percent(py) if digits is None else fmt_pct(py / 100, digits)
-            text = "\n".join(names[i] for i in same) + f"\n{rate}, {px:.2f}"
+            text = "\n".join(names[i] for i in same) + f"\n{_rate(py, digits)}, {px:.2f}"
             notes.append((ax, ax.annotate(text, (px, py), textcoords="offset points", xytext=(7, 0), ha="left",
                                           va="center", fontsize="x-small")))
         ax.set_xlabel("mean score per deal (a lost deal counts 0)")
