@@ -37,7 +37,11 @@ core:
   many of those root cells it could skip as provably tied (their position
   the same as another's, moved whole) and how many positions are ties
   in fact; quantiles of the largest bound minus the
-  expectation.
+  expectation;
+- by turn: the share of `choose`'s time spent on the first turns, and how
+  many of those positions are drawn by distinct sequences of ranks (a
+  position and its card follow from the ranks drawn so far, so a table of
+  choices keyed by them could spare at most the time of the repeated ones).
 """
 
 import argparse
@@ -249,13 +253,15 @@ def main() -> None:
     rules_obj = sim.Rules()
     rules = rules_obj.as_array()
     params = policies.build_params("lookahead", {})
-    states, cards, legals = [], [], []
+    states, cards, legals, turns, drawn = [], [], [], [], []
     for game in range(args.n):
         deck = sim.deal(1, game)
         state = np.zeros(K.STATE_SIZE, np.int64)
         K.reset(state)
-        for card, cell in zip(deck, sim.play(deck, "lookahead", rules_obj, seed=1, game=game).moves):
+        for turn, (card, cell) in enumerate(zip(deck, sim.play(deck, "lookahead", rules_obj, seed=1, game=game).moves)):
             K.draw(state, card)
+            turns.append(turn)
+            drawn.append(tuple(int(c) for c in deck[:turn + 1]))
             states.append(state.copy())
             cards.append(int(card))
             legals.append(K.legal_cells(state, rules))
@@ -278,6 +284,18 @@ def main() -> None:
             t0 = time.perf_counter()
             walk(states, cards, legals, rules, params, upto, no_gaps, no_bests)
             best[upto] = min(best[upto], time.perf_counter() - t0)
+    turns = np.array(turns)
+    by_turn = np.full(5, np.inf)
+    for _ in range(args.rounds):
+        for turn in range(1, 5):
+            at = turns == turn
+            t0 = time.perf_counter()
+            choose_all(states[at], cards[at], legals[at], rules, params)
+            by_turn[turn] = min(by_turn[turn], time.perf_counter() - t0)
+    print("by turn (the second card is turn 1): " + "; ".join(
+        f"turn {turn} {by_turn[turn] / best[5]:.1%} of choose's time, "
+        f"{len({d for d, t in zip(drawn, turns) if t == turn}):,} distinct sequences of ranks drawn "
+        f"in {np.sum(turns == turn):,} positions" for turn in range(1, 5)))
     names = ["line tables (per position)", "placing the card", "_prepare", "_cell_bounds", "_rank_loops, no cut-offs"]
     print(f"choose on every position: {best[5] * 1e3:.1f} ms ({best[5] / len(states) * 1e6:.1f} us per position); "
           f"stages on every legal root cell (least of {args.rounds} rounds):")
