@@ -14,10 +14,13 @@ then it uses one folder per source folder inside that directory
 A read-only install (a system-wide one, a container image) cannot hold the
 cache beside its sources: then NUMBA_CACHE_DIR is set to the user's cache
 folder, or to a private temporary one when that cannot be written either
-(see `choose_cache_dir`).
+(see `choose_cache_dir`). Processes of one machine that compile or load
+the cache take turns (`warm_up_lock`).
 """
 
 import atexit
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -27,6 +30,7 @@ from pathlib import Path
 
 _PACKAGES = ("sim", "policies")
 _STAMP = "compiled-sources.sha256"
+_WARM_UP_LOCK = "warm-up.lock"
 
 
 def _roots() -> list[Path]:
@@ -115,3 +119,28 @@ def drop_stale_cache() -> None:
         tmp.replace(stamp)
     except OSError:
         pass  # a cache folder that cannot be written: numba then falls back to its own checks
+
+
+@contextlib.contextmanager
+def warm_up_lock():
+    """Hold this machine's warm-up lock (an exclusive fcntl lock on a file beside the cache) for the block.
+
+    Processes that compile the same cached functions at once each do the whole compile and write the same
+    cache files over each other (a function's index is read, extended and written back, so one writer can drop
+    another's entry); taking turns, the first compiles and the others load what it wrote. The lock goes with
+    its holder, however that ends. Without a folder to hold the lock file (a read-only install with nowhere to
+    cache), the block runs unlocked: numba then writes no cache either.
+    """
+    path = cache_dirs()[0] / _WARM_UP_LOCK
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        held = open(path, "a")
+    except OSError:
+        yield
+        return
+    with held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)

@@ -266,3 +266,113 @@ def test_runs_sharing_a_cluster_each_write_only_their_own_log_lines(cluster, tmp
         assert sorted(games, key=lambda g: int(g[1])) == [(name, str(g)) for g in range(n)], err[name]
     assert len(re.findall(r"^DEBUG [^:]+: chunk \d+: 2 games in", err["long"], re.M)) == 12, err["long"]
     assert "chunk" not in err["mid"]
+
+
+_WARM_UPS = []
+"""Where each warm-up of `_record_warm_up` ran: a worker's address, or "up front" (through Client.run)."""
+_SEEN = []
+"""Per chunk of `_chunk_seeing_warm_ups`: (its worker's address, warm-ups on that worker so far)."""
+_LATE = threading.Event()
+"""Set once a worker that joined during the run has played a chunk."""
+_START = {}
+"""The address of the worker connected at the start, and whether the others have been asked to join."""
+
+
+def _record_warm_up():
+    try:
+        _WARM_UPS.append(distributed.get_worker().address)
+    except ValueError:  # Client.run: outside a task
+        _WARM_UPS.append("up front")
+
+
+def _chunk_seeing_warm_ups(payload):
+    """A chunk that notes the warm-ups its worker had, the first worker's holding on until a late one played."""
+    where = distributed.get_worker().address
+    _SEEN.append((where, _WARM_UPS.count(where)))
+    if where != _START["address"]:
+        _LATE.set()
+    elif _START.get("scaled"):
+        _LATE.wait(20)  # the chunks queued meanwhile go to the workers that joined
+    return payload
+
+
+def test_a_worker_that_joins_during_a_run_warms_up_before_its_first_chunk():
+    # Only the workers connected at the start were warmed up: a late one compiled on its first chunk, and several
+    # of one machine could compile the same cached functions at once.
+    from sim.jobs.executors import run_dask
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0",
+                                  silence_logs=40) as c, distributed.Client(c.scheduler_address) as client:
+        _START.update(address=next(iter(client.scheduler_info()["workers"])), scaled=False)
+        done = []
+        for _, result in run_dask(_chunk_seeing_warm_ups, ((k, k) for k in range(8)), c.scheduler_address,
+                                  warm=_record_warm_up):
+            done.append(result)
+            if len(done) == 1:
+                c.scale(3)
+                client.wait_for_workers(3, timeout=30)
+                _START["scaled"] = True
+        late = {w for w, _ in _SEEN} - {_START["address"]}
+    assert sorted(done) == list(range(8))
+    assert late, "a worker that joined during the run should have played a chunk"
+    assert _WARM_UPS.count("up front") == 1  # the worker there at the start, before any chunk
+    assert len(_WARM_UPS) == 1 + len(late), _WARM_UPS  # and not again on its first chunk
+    assert all(_WARM_UPS.count(w) == 1 for w in late), _WARM_UPS  # once each, whenever it joined
+    assert all(warmed == 1 for w, warmed in _SEEN if w in late), _SEEN  # already on its first chunk
+
+
+_WARM_UP_IN_TURN = """
+import sys, time
+from pathlib import Path
+from sim.jobs.executors import _warm_worker
+log, go, name = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+
+def warm():
+    with log.open("a") as f:
+        f.write(name + " in\\n")
+    while not go.exists():
+        time.sleep(0.01)
+    with log.open("a") as f:
+        f.write(name + " out\\n")
+
+_warm_worker(warm, "run", "worker")
+"""
+
+
+def test_warm_ups_of_one_machine_take_turns(tmp_path):
+    # Two worker processes of one machine warming up at once compile the same cached functions side by side; the
+    # second now waits on the machine's lock until the first is done, then loads what it wrote.
+    import subprocess
+    import sys
+
+    log, go = tmp_path / "log", tmp_path / "go"
+
+    def start(name):
+        return subprocess.Popen([sys.executable, "-c", _WARM_UP_IN_TURN, str(log), str(go), name])
+
+    def wait_for(what, *procs):
+        end = time.monotonic() + 60
+        while not what():
+            said = log.read_text() if log.exists() else "nothing logged"
+            assert time.monotonic() < end and all(p.poll() is None for p in procs), said
+            time.sleep(0.01)
+
+    first = start("first")
+    try:
+        wait_for(lambda: log.exists() and "first in" in log.read_text(), first)
+        second = start("second")
+        try:
+            # The second is blocked on the lock, as the kernel's list of locks shows (a waiter: "->"), or has
+            # gone in beside the first.
+            wait_for(lambda: "second" in log.read_text() or any(
+                line.split()[1:2] == ["->"] and str(second.pid) in line.split()
+                for line in open("/proc/locks")), first, second)
+            assert log.read_text() == "first in\n"
+            go.touch()
+            assert second.wait(60) == 0
+        finally:
+            second.kill()
+        assert first.wait(60) == 0
+    finally:
+        first.kill()
+    assert log.read_text().splitlines() == ["first in", "first out", "second in", "second out"]

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from sim._cache import warm_up_lock
 from sim.jobs.pool import WAIT, Feed, run_tasks
 
 log = logging.getLogger("sim.executors")
@@ -207,10 +208,40 @@ class _WorkerLogging:
             root.removeHandler(h)
 
 
-def _chunk_in_run(fn: Callable, run: tuple, payload):
-    """fn(payload) on a Dask worker, its log records sent to `run`'s topic (see `_RunLogs`)."""
+_WARMED: dict[str, set[str]] = {}
+"""On a Dask worker's process, by worker id: the runs (their log topics) whose warm-up has run on that worker
+(a process may hold several workers: a LocalCluster of threads)."""
+
+_WARMING = threading.Lock()
+"""Taken around a warm-up with the machine's lock: the threads of one process take turns too, and a thread that
+waited finds the warm-up done."""
+
+
+def _warm_worker(warm: Callable, run_id: str, worker_id: str) -> None:
+    """Run `warm` on this worker unless it already has for run `run_id`; workers of one machine take turns
+    (`warm_up_lock`), so the first compiles and the others load numba's cache."""
+    if run_id in _WARMED.get(worker_id, ()):
+        return
+    with _WARMING, warm_up_lock():
+        if run_id not in _WARMED.get(worker_id, ()):
+            warm()
+            _WARMED.setdefault(worker_id, set()).add(run_id)
+
+
+def _warm_up_front(warm: Callable, run_id: str, dask_worker) -> None:
+    """`_warm_worker` through `Client.run`, which gives the worker as `dask_worker`."""
+    _warm_worker(warm, run_id, dask_worker.id)
+
+
+def _chunk_in_run(fn: Callable, run: tuple, warm: Callable | None, payload):
+    """fn(payload) on a Dask worker, once the run's warm-up has run on it (a worker that joined during the run
+    warms up on its first chunk), its log records sent to `run`'s topic (see `_RunLogs`)."""
     _RUN.run = run
     try:
+        if warm is not None:
+            from distributed import get_worker
+
+            _warm_worker(warm, run[0], get_worker().id)
         return fn(payload)
     finally:
         _RUN.run = None
@@ -242,9 +273,12 @@ def _forward_logs(client) -> tuple:
 def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | None = None) -> Iterator:
     """Submit chunks to a Dask cluster, a bounded number at a time; yield (key, result) as they finish.
 
-    `warm` runs once on each worker before any chunk, one worker at a time, so
-    that workers sharing a disk load numba's cache instead of racing to
-    write it.
+    `warm` runs once on each worker before its first chunk of the run: on the
+    workers connected at the start, one worker at a time before any chunk is
+    submitted (a compile is over before the first chunk); on a worker that
+    joins later, at the start of its first chunk. Warm-ups on one machine
+    take turns (`warm_up_lock`), so that workers sharing a disk load numba's
+    cache instead of racing to write it.
     """
     from concurrent.futures import CancelledError
 
@@ -262,8 +296,8 @@ def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | Non
         run = _forward_logs(client)
         if warm is not None:
             for address in workers:
-                client.run(warm, workers=[address])
-        task = functools.partial(_chunk_in_run, fn, run)
+                client.run(_warm_up_front, warm, run[0], workers=[address])
+        task = functools.partial(_chunk_in_run, fn, run, warm)
         todo = Feed(tasks)
         pending = as_completed(loop=client.loop)
         keys = {}
