@@ -337,7 +337,7 @@ def test_ls_says_what_sets_a_run_apart_and_who_is_writing_it(tmp_path, monkeypat
     def denied(run_dir, m=None):
         raise PermissionError(13, "Permission denied", str(run_dir / "games" / "part-00000.parquet"))
 
-    monkeypatch.setattr(datasets, "run_parts", denied)
+    monkeypatch.setattr(datasets, "checked_parts", denied)
     (w,) = [r for r in datasets.list_runs(tmp_path) if r.path.endswith("w")]
     assert w.status == "unreadable" and w.problem.endswith("part-00000.parquet: Permission denied"), w
     # A folder this user may not look into (another user's, under results/) is listed as such; the others still are.

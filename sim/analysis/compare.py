@@ -472,27 +472,30 @@ def _signed_ci(lo: float, hi: float, digits: int) -> str:
     return "-" if math.isnan(lo) else f"{pp_text(lo, digits)} .. {pp_text(hi, digits)}"
 
 
-def _part_ranges(path: str) -> list[tuple[int, int, Path]]:
-    """(first game, last game, file) of each verified part of a run, verified once for all the batches."""
+def _part_ranges(path: str) -> list[tuple[int, int, Path, str]]:
+    """(first game, last game, file, SHA-256 of the bytes verified) of each verified part of a run, verified once
+    for all the batches."""
     m = runner.read_manifest(Path(path))
     n, size = int(m["n"]), int(m["chunk_size"])
     ranges = []
-    for part in runner.run_parts(path, m):
+    for part, sha256 in runner.checked_parts(path, m).items():
         k = runner.chunk_of(part.name)  # a verified part's name is one
-        ranges.append((k * size, min((k + 1) * size, n) - 1, part))
+        ranges.append((k * size, min((k + 1) * size, n) - 1, part, sha256))
     return ranges
 
 
-def _scan(path: str, i: int, parts: list[Path]) -> pl.LazyFrame:
-    """game, won{i}, score{i} of these parts of a run; for a solve run, won is "a winning line was found" and
-    score the best found."""
-    lf = pl.scan_parquet(parts)
+def _columns(path: str, i: int, part: Path, sha256: str) -> pl.DataFrame:
+    """game, won{i}, score{i} of a part of a run, read from the bytes that were verified; for a solve run, won is
+    "a winning line was found" and score the best found."""
+    data = runner.part_bytes(part, sha256)
     try:
-        names = lf.collect_schema().names()
+        names = pl.read_parquet_schema(data)
+        data.seek(0)
+        won = pl.col("won") if "won" in names else pl.col("outcome") == "won"
+        return pl.read_parquet(data, columns=["game", "won" if "won" in names else "outcome", "score"]).select(
+            "game", won.alias(f"won{i}"), pl.col("score").cast(pl.Int64).alias(f"score{i}"))
     except (pl.exceptions.PolarsError, OSError) as e:
         raise RunError(f"cannot read {path}: {e}") from None
-    won = pl.col("won") if "won" in names else pl.col("outcome") == "won"
-    return lf.select("game", won.alias(f"won{i}"), pl.col("score").cast(pl.Int64).alias(f"score{i}"))
 
 
 def paired_sums(paths: list[str], n: int, batch: int = BATCH) -> dict[str, int]:
@@ -523,12 +526,17 @@ def paired_sums(paths: list[str], n: int, batch: int = BATCH) -> dict[str, int]:
                   (per_deal * per_deal).sum().cast(pl.Int64).alias(f"psq{i}_{j}")]
     totals: dict[str, int] = {}
     ranges = [_part_ranges(p) for p in paths]
+    read: list[dict[Path, pl.DataFrame]] = [{} for _ in paths]  # each run's parts read so far and still needed
     for lo in range(0, n, batch):
         hi = min(n, lo + batch)
-        parts = [[part for first, last, part in r if first < hi and last >= lo] for r in ranges]
+        parts = [[(part, sha256) for first, last, part, sha256 in r if first < hi and last >= lo] for r in ranges]
         if not all(parts):  # a run with no part holding these games: none of them is joined
             continue
-        frames = [_scan(p, i, parts[i]).filter(pl.col("game").is_between(lo, hi - 1)) for i, p in enumerate(paths)]
+        for i, p in enumerate(paths):  # a part is read once, however many batches it spans
+            read[i] = {part: read[i][part] if part in read[i] else _columns(p, i, part, sha256)
+                       for part, sha256 in parts[i]}
+        frames = [pl.concat(list(read[i].values())).lazy().filter(pl.col("game").is_between(lo, hi - 1))
+                  for i in range(len(paths))]
         joined = frames[0]
         for f in frames[1:]:
             joined = joined.join(f, on="game", how="inner")

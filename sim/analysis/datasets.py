@@ -20,8 +20,8 @@ from sim.analysis.tables import Table, fmt_int, fmt_pct, pct_digits, policy_text
 from sim.engine.results import games_table
 from sim.engine.rules import Rules
 from sim.jobs.runner import (
-    FORMAT, FORMAT_VERSION, MANIFEST, RunError, UsageError, is_manifest, manifest_problem, read_manifest, run_parts,
-    short_listing, writer_pid,
+    FORMAT, FORMAT_VERSION, MANIFEST, RunError, UsageError, checked_parts, is_manifest, manifest_problem, part_bytes,
+    read_manifest, run_parts, short_listing, writer_pid,
 )
 from sim.jobs.solve import solve_frame
 from sim.solver.solver import SAT_CONFLICTS, default_split_after
@@ -216,16 +216,20 @@ def _checked_listing(run_dir: Path, m: dict) -> RunListing:
         problem = manifest_problem(m)
         if problem:
             raise RunError(f"{MANIFEST}: {problem}")
-        parts = run_parts(run_dir, m)
+        parts = checked_parts(run_dir, m)
+        column = "outcome" if kind == "solve" else "won"
+        counts = {}  # each part counted from the bytes that were verified, a part at a time
+        for path, sha256 in parts.items():
+            frame = pl.read_parquet(part_bytes(path, sha256), columns=[column])
+            for value, k in frame.group_by(column).len().iter_rows():
+                counts[value] = counts.get(value, 0) + int(k)
         if parts and kind == "solve":
-            counts = dict(pl.scan_parquet(parts).group_by("outcome").len().collect().iter_rows())
             won, unresolved = int(counts.get("won", 0)), int(counts.get("unresolved", 0))
             done = sum(int(v) for v in counts.values())
             rate, rate_high = won / done, (won + unresolved) / done
         elif parts:
-            row = pl.scan_parquet(parts).select(pl.len(), pl.col("won").sum()).collect().row(0)
-            done = int(row[0])
-            rate = int(row[1] or 0) / done if done else None
+            done = sum(counts.values())
+            rate = int(counts.get(True, 0)) / done if done else None
         short = short_listing(m, parts)
         if short:
             status = "incomplete"

@@ -110,14 +110,15 @@ def replay_run(run_dir, game: int, named=()) -> Replay:
     from sim.engine.cards import deal
     from sim.errors import RunError, UsageError
     from sim.jobs.play import is_plugin
-    from sim.jobs.runner import changed_files, read_manifest, recorded_decks, run_parts
+    from sim.jobs.runner import changed_files, checked_parts, part_bytes, read_manifest, recorded_decks
 
     run_dir = Path(run_dir)
     m = read_manifest(run_dir)
     if isinstance(game, bool) or not isinstance(game, int) or game < 0:
         raise UsageError(f"game must be a whole number >= 0, not {game!r}")
-    parts = run_parts(run_dir, m, game)  # only the part that holds the game is checked and read
-    rows = pl.scan_parquet(parts).filter(pl.col("game") == game).collect() if parts else None
+    parts = checked_parts(run_dir, m, game)  # only the part that holds the game is checked and read
+    rows = (pl.concat([pl.read_parquet(part_bytes(path, sha256)) for path, sha256 in parts.items()])
+            .filter(pl.col("game") == game) if parts else None)  # from the bytes that were checked
     if rows is None or rows.height == 0:
         raise UsageError(f"{run_dir} holds no game {game} (games 0..{m.get('n', 0) - 1}"
                          + ("" if m.get("status") == "complete" else f", {m.get('status')}: only its finished parts")

@@ -22,7 +22,9 @@ from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_di
 from sim.jobs.files import TMP_MARK
 from sim.jobs.play import END_ENUM
 from sim.jobs.resume import finish_command
-from sim.jobs.runner import GAMES, RunError, UsageError, read_manifest, run_parts, writer_pid
+from sim.jobs.runner import (
+    GAMES, RunError, UsageError, checked_parts, part_bytes, read_manifest, writer_pid,
+)
 from sim.jobs.solve import SolveSummary, summarize_solve
 from sim.stats import mean_interval_from_counts, quantile_from_counts, wilson
 
@@ -134,20 +136,25 @@ class RunReport:
 
 
 def game_counts(run_dir: str | Path) -> pl.DataFrame:
-    """Games per (won, score, cards_played, face_down, end): one streaming pass over the parts."""
+    """Games per (won, score, cards_played, face_down, end): one pass over the parts, a part at a time, each
+    counted from the bytes that were verified."""
     games_dir = Path(run_dir) / GAMES
     schema = {"won": pl.Boolean, "score": pl.UInt8, "cards_played": pl.UInt8, "face_down": pl.UInt8,
               "end": END_ENUM, "count": pl.UInt64}
-    parts = run_parts(run_dir)
+    parts = checked_parts(run_dir)
     if not parts:
         return pl.DataFrame(schema=schema)
-    lf = pl.scan_parquet(parts)
+    counts = []
     try:
-        missing = [k for k in KEYS if k not in lf.collect_schema().names()]
-        if missing:
-            raise UsageError(f"{run_dir} has no column {', '.join(missing)}: not a games table")
-        return (lf.group_by(*KEYS).agg(pl.len().cast(pl.UInt64).alias("count"))
-                .collect(engine="streaming"))
+        for path, sha256 in parts.items():
+            data = part_bytes(path, sha256)
+            missing = [k for k in KEYS if k not in pl.read_parquet_schema(data)]
+            if missing:
+                raise UsageError(f"{run_dir} has no column {', '.join(missing)}: not a games table")
+            data.seek(0)
+            counts.append(pl.read_parquet(data, columns=list(KEYS)).group_by(*KEYS)
+                          .agg(pl.len().cast(pl.UInt64).alias("count")))
+        return pl.concat(counts).group_by(*KEYS).agg(pl.col("count").sum())
     except (pl.exceptions.PolarsError, OSError) as e:
         raise RunError(f"cannot read {games_dir}: {e}") from None
 

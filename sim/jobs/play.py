@@ -236,21 +236,20 @@ def games_frame(cols: dict) -> pl.DataFrame:
 
 
 def summarize(run_dir: Path, seconds: float, played: int, status: str) -> RunSummary:
-    """The summary of a run directory's games, from one scan of its parts (each checked first)."""
-    parts = runner.run_parts(run_dir)
-    if parts:
-        row = pl.scan_parquet(parts).select(
-            pl.len().alias("games"),
-            pl.col("won").sum().alias("wins"),
-            pl.col("score").mean().alias("mean_score"),
-        ).collect().row(0, named=True)
-    else:
-        row = {"games": 0, "wins": 0, "mean_score": None}
-    games, wins = int(row["games"]), int(row["wins"] or 0)
+    """The summary of a run directory's games, from one read of each part (each checked first, its rows read from
+    the very bytes checked)."""
+    games = wins = scores = score_sum = 0
+    for path, sha256 in runner.checked_parts(run_dir).items():
+        row = pl.read_parquet(runner.part_bytes(path, sha256), columns=["won", "score"]).select(
+            pl.len(), pl.col("won").sum(), pl.col("score").count().alias("scores"),
+            pl.col("score").cast(pl.Int64).sum().alias("score_sum"),
+        ).row(0)
+        games, wins, scores, score_sum = games + row[0], wins + int(row[1] or 0), scores + row[2], score_sum + row[3]
+    mean_score = score_sum / scores if scores else None
     low, high = wilson(wins, games)
     return RunSummary(
         path=Path(run_dir), games=games, wins=wins, win_rate=wins / games if games else math.nan,
-        win_rate_low=low, win_rate_high=high, mean_score=row["mean_score"], seconds=seconds,
+        win_rate_low=low, win_rate_high=high, mean_score=mean_score, seconds=seconds,
         games_per_s=played / seconds if seconds > 0 else math.nan, status=status,
     )
 

@@ -15,6 +15,8 @@ import contextlib
 import errno
 import fcntl
 import functools
+import hashlib
+import io
 import json
 import logging
 import math
@@ -423,22 +425,25 @@ def _expected(k: int, n: int, chunk_size: int) -> tuple[int, int, int]:
     return last - first + 1, first, last
 
 
-def _part_stats(path: Path) -> tuple[int, int | None, int | None]:
-    """(rows, first game, last game) of a part file, from its Parquet metadata and game column."""
+def _part_stats(path: Path, data: bytes | None = None) -> tuple[int, int | None, int | None]:
+    """(rows, first game, last game) of a part file (parsed from `data`, its bytes, when given), from its Parquet
+    metadata and game column."""
     import polars as pl
 
-    row = pl.scan_parquet(path).select(pl.len().alias("rows"), pl.col("game").min().alias("lo"),
-                                       pl.col("game").max().alias("hi")).collect().row(0)
+    source = path if data is None else io.BytesIO(data)
+    row = pl.scan_parquet(source).select(pl.len().alias("rows"), pl.col("game").min().alias("lo"),
+                                         pl.col("game").max().alias("hi")).collect().row(0)
     return int(row[0]), row[1], row[2]
 
 
-def _part_problem(path: Path, k: int, n: int, chunk_size: int) -> str | None:
-    """What is wrong with part k's file (None when it holds exactly its games)."""
+def _part_problem(path: Path, k: int, n: int, chunk_size: int, data: bytes | None = None) -> str | None:
+    """What is wrong with part k's file, or with `data`, the bytes read from it (None when it holds exactly its
+    games)."""
     from polars.exceptions import PanicException  # a damaged page can make the reader panic
 
     rows, first, last = _expected(k, n, chunk_size)
     try:
-        got = _part_stats(path)
+        got = _part_stats(path, data)
     except (Exception, PanicException) as e:  # not Parquet, or not a games table
         return f"{path} is not a readable part ({type(e).__name__})"
     if got != (rows, first, last):
@@ -475,8 +480,9 @@ def _expected_metadata(m: dict) -> dict[str, str]:
     return expected
 
 
-def _metadata_problem(path: Path, k: int, m: dict, found: bool = False) -> str | None:
-    """How part k's own metadata disagrees with the manifest; None when it agrees.
+def _metadata_problem(path: Path, k: int, m: dict, found: bool = False, data: bytes | None = None) -> str | None:
+    """How part k's own metadata (read from `data`, its bytes, when given) disagrees with the manifest; None when
+    it agrees.
 
     A part the manifest lists (its SHA-256 checked already) may lack a key
     that older versions did not write. A part only `found` on disk, which a
@@ -486,7 +492,7 @@ def _metadata_problem(path: Path, k: int, m: dict, found: bool = False) -> str |
     import polars as pl
 
     try:
-        meta = pl.read_parquet_metadata(path)
+        meta = pl.read_parquet_metadata(path if data is None else io.BytesIO(data))
     except Exception as e:
         return f"{path} is not a readable part ({type(e).__name__})"
     expected = {"part": str(k), **_expected_metadata(m)}
@@ -512,8 +518,14 @@ def _older_options(got: str, want: str) -> bool:
 
 
 def run_parts(run_dir: str | Path, m: dict | None = None, game: int | None = None) -> list[Path]:
-    """The part files of a run, each verified before it is trusted; with `game`, only the part that holds it
-    (none when the manifest lists no such part), so that one game is read without checking every part.
+    """The part files of a run, each verified (`checked_parts`); read their rows with `part_bytes`."""
+    return list(checked_parts(run_dir, m, game))
+
+
+def checked_parts(run_dir: str | Path, m: dict | None = None, game: int | None = None) -> dict[Path, str]:
+    """The part files of a run, each verified before it is trusted, with the SHA-256 of the bytes that were
+    verified; with `game`, only the part that holds it (none when the manifest lists no such part), so that one
+    game is read without checking every part.
 
     Only the parts the manifest lists count; other files in games/ are
     ignored with a warning. Each must have the SHA-256 the manifest recorded
@@ -521,7 +533,9 @@ def run_parts(run_dir: str | Path, m: dict | None = None, game: int | None = Non
     is caught before any row of it is read), settings in its own metadata
     that agree with the manifest's (an edited manifest), and exactly its
     chunk's games. A part that is not is a RunError naming the file (resume
-    replays such a part).
+    replays such a part). Each part is read once for all its checks, and its
+    rows are read with `part_bytes`, which takes only these same bytes: a file
+    replaced between the check and the read is never trusted.
     """
     run_dir = Path(run_dir)
     m = m if m is not None else read_manifest(run_dir)
@@ -529,7 +543,7 @@ def run_parts(run_dir: str | Path, m: dict | None = None, game: int | None = Non
     for name in stray_files(run_dir, chunk_count(n, chunk_size)):
         log.warning("%s: ignoring %s, which is not a part of this run", run_dir, Path(GAMES) / name)
     recorded = m.get("part_info") or {}
-    paths = []
+    parts = {}
     names = sorted(m.get("parts") or {})
     if game is not None:
         names = [name for name in names if name == part_name(game // chunk_size)]
@@ -539,27 +553,50 @@ def run_parts(run_dir: str | Path, m: dict | None = None, game: int | None = Non
         if k is None or not path.is_file():
             raise RunError(f"{path}: listed in the manifest but missing; finish the run with --resume")
         digest = (recorded.get(name) or {}).get("sha256")
+        data = sha256 = None
+        if digest is not None or not recorded:  # every check below looks at these bytes, and only they are rows
+            try:
+                data = path.read_bytes()
+            except OSError as e:
+                if digest is not None:
+                    raise
+                raise PartSettingsError(f"{path} is not a readable part ({type(e).__name__}); neither can be "
+                                        f"trusted, so play the run again with --force") from None
+            sha256 = hashlib.sha256(data).hexdigest()
         if digest is None and recorded:  # an edited manifest: resume plays the part again
             problem = f"{path}: the manifest records no SHA-256 for it, so it cannot be checked"
-        elif digest is not None and file_sha256(path) != digest:
+        elif digest is not None and sha256 != digest:
             problem = f"{path} is not the part this run wrote (its SHA-256 differs from the manifest's)"
         else:
-            settings = _metadata_problem(path, k, m)
+            settings = _metadata_problem(path, k, m, False, data)
             if settings:  # the manifest was edited, or the part copied from another run: resume refuses it too
                 raise PartSettingsError(f"{settings}; neither can be trusted, so play the run again with --force")
-            problem = _part_problem(path, k, n, chunk_size)
+            problem = _part_problem(path, k, n, chunk_size, data)
             if problem and digest is not None:  # the part the run wrote: its chunk size (or n) was edited since
                 raise PartSettingsError(f"{problem}, yet it is the part the run wrote (its SHA-256 is the "
                                         f"manifest's): the manifest was changed after it; play the run again "
                                         f"with --force")
         if problem:
             raise RunError(f"{problem}; resume the run to play it again")
-        paths.append(path)
-    short = short_listing(m, paths) if game is None else None
+        parts[path] = sha256
+    short = short_listing(m, parts) if game is None else None
     if short:
         log.warning("%s: the manifest says complete but lists %d of its %d parts: only their games are read; "
                     "resume the run to finish it", run_dir, *short)
-    return paths
+    return parts
+
+
+def part_bytes(path: Path, sha256: str) -> io.BytesIO:
+    """The bytes of a part that `checked_parts` verified, read once, for its rows to be parsed from them (not from
+    the path, which may name another file by then); RunError when they are not the bytes it verified.
+
+    A part is at most a chunk, which a worker held in memory whole.
+    """
+    data = Path(path).read_bytes()
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise RunError(f"{path} changed after it was verified (its SHA-256 is no longer the one checked); "
+                       f"read the run again")
+    return io.BytesIO(data)
 
 
 def short_listing(m: dict, parts) -> tuple[int, int] | None:
@@ -587,11 +624,13 @@ def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> d
         if not path.is_file():  # a folder with a part's name: nothing to keep (writing the part will say why)
             continue
         info = recorded.get(name)
+        data = path.read_bytes()  # checked and recorded from one read: no other part between the two
+        sha256 = hashlib.sha256(data).hexdigest()
         if info is not None:
-            if file_sha256(path) != info.get("sha256"):
+            if sha256 != info.get("sha256"):
                 log.warning("%s differs from the part this run wrote: playing it again", path)
                 continue
-            problem = _metadata_problem(path, k, m)
+            problem = _metadata_problem(path, k, m, False, data)
             games = _expected(k, n, chunk_size)
             if not problem and "first" in info and (info.get("rows"), info.get("first"), info.get("last")) != games:
                 problem = (f"{path} holds games {info.get('first')}..{info.get('last')}, but part {k} of a run of "
@@ -600,12 +639,13 @@ def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> d
                 raise RunError(f"{problem}: the manifest was changed after its parts were written; not resuming")
             kept[name] = info
             continue
-        problem = _metadata_problem(path, k, m or {}, found=True) or _part_problem(path, k, n, chunk_size)
+        problem = (_metadata_problem(path, k, m or {}, True, data)
+                   or _part_problem(path, k, n, chunk_size, data))
         if problem:
             log.warning("%s: playing it again", problem)
             continue
         rows, first, last = _expected(k, n, chunk_size)
-        kept[name] = {"rows": rows, "first": first, "last": last, "sha256": file_sha256(path)}
+        kept[name] = {"rows": rows, "first": first, "last": last, "sha256": sha256}
     return kept
 
 
