@@ -122,7 +122,8 @@ def fail(message: str, code: int = 2) -> NoReturn:
 FLAGS = {"n": "-n", "workers": "--workers", "chunk_size": "--chunk-size", "node_limit": "--node-limit",
          "time_limit": "--time-limit", "split_after": "--split-after", "sat_conflicts": "--sat-conflicts",
          "out": "--out", "seed": "--seed", "explore": "--explore", "loss": "--loss", "decay": "--decay",
-         "bootstrap": "--bootstrap", "ridge": "--ridge", "validation_seed": "--validation-seed"}
+         "bootstrap": "--bootstrap", "ridge": "--ridge", "validation_seed": "--validation-seed", "rounds": "--rounds",
+         "validation_n": "--validation-n", "rules": "--rule"}
 """The option that sets each library setting a UsageError may name."""
 
 
@@ -316,10 +317,10 @@ def logging_options(verbose: int, quiet: bool) -> None:
     setup_logging(verbose, quiet)
 
 
-def write_or_print(out: Path, data: dict) -> None:
+def write_or_print(out: Path, data: dict, settled=None) -> None:
     """Write a tune or train result to --out, making its missing folders as --html does; when that fails after the
     work (a full disk), print what the file would hold on stdout before the error, so that minutes of search are
-    not lost with it."""
+    not lost with it. `settled()` is called once the result is written or printed (train removes its checkpoint)."""
     from sim.jobs.files import folders_for, write_json_atomic
 
     try:
@@ -327,7 +328,11 @@ def write_or_print(out: Path, data: dict) -> None:
             write_json_atomic(out, data)
     except OSError as e:
         typer.echo(json.dumps(data, indent=2))
+        if settled is not None:
+            settled()
         fail(f"cannot write {out}: {e.strerror or e}; what it would hold is printed on stdout", 1)
+    if settled is not None:
+        settled()
 
 
 OUT_FILE_READ_UP_TO = 10 * 2**20
@@ -1006,10 +1011,16 @@ def train(
     policies/data/planner.json (the default values). It plays in this
     process, on one core (no worker processes, no -w).
 
+    With --out FILE, each finished round is kept in FILE.checkpoint until
+    FILE is written: after Ctrl-C (or a kill), the same command goes on
+    from the last finished round, to the same file.
+
     Example: sim train -n 8000 --seed 21 --out values.json
     """
     from sim.analysis.tables import count as plural, fmt_pct
-    from sim.analysis.train import is_values_file, train as run_train
+    from sim.analysis.train import checkpoint_path, is_values_file, train as run_train
+    from sim.errors import Interrupted
+    from sim.jobs.files import missing_folders, remove_folders
     from sim.jobs.runner import interrupt_on_sigterm
 
     logging_options(verbose, quiet)
@@ -1032,14 +1043,34 @@ def train(
                    f"win rate {fmt_pct(s['win_rate'])}, mean score per deal {s['mean_score_per_deal']:.2f}; {fitted}",
                    err=True)
     bar = games_bar(rounds * count + 2 * held_out, quiet, "self-play, then held-out")
+    kept = None if out is None else checkpoint_path(out)
+    made = [] if out is None else missing_folders(out.parent)  # the checkpoint's, should the values not be written
+
+    def resumed(history):
+        """The rounds the checkpoint kept: said as they were, and left out of the bar."""
+        say(f"going on from {kept}: {plural(len(history), 'round')} of {rounds} done", quiet)
+        for s in history:
+            if not quiet:
+                report(s["round"], s)
+        bar.reset(total=(rounds - len(history)) * count + 2 * held_out)
+
     with library_errors(verbose, interrupted="interrupted; nothing written"), bar, interrupt_on_sigterm():
-        result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge, loss=loss, bootstrap=bootstrap,
-                           decay=decay,
-                           validation_seed=validation_seed, validation_n=held_out, rules=parse_rules(rule),
-                           on_round=above(bar, None if quiet else report), on_games=bar.update,
-                           notify=above(bar, lambda message: say(message, quiet)))
+        try:
+            result = run_train(count, seed=seed, rounds=rounds, explore=explore, ridge=ridge, loss=loss,
+                               bootstrap=bootstrap, decay=decay,
+                               validation_seed=validation_seed, validation_n=held_out, rules=parse_rules(rule),
+                               on_round=above(bar, None if quiet else report), on_games=bar.update,
+                               notify=above(bar, lambda message: say(message, quiet)), checkpoint=kept,
+                               on_resume=above(bar, resumed))
+        except Interrupted as e:
+            raise Interrupted(f"{e}. Finish with: {command_line()}" if kept.exists() else str(e)) from None
     if out is not None:
-        write_or_print(out, result.as_json())
+        def settled():
+            """The values are written, or printed: the rounds kept, and the folders made for them, go."""
+            kept.unlink(missing_ok=True)
+            remove_folders(made)
+
+        write_or_print(out, result.as_json(), settled)
     if fmt == "json":
         shipped = {"wins": result.shipped_wins, "win_rate": result.shipped_win_rate,
                    "mean_score_per_deal": result.shipped_mean_score}

@@ -543,3 +543,87 @@ def test_choices_match_the_definition_along_whole_games(args):
 def test_bad_search_arguments_are_refused(args, fragment):
     with pytest.raises(ValueError, match=fragment):
         policies.build_params("planner", args)
+
+
+# --- an interrupted sim train -------------------------------------------------------------------------
+
+SHORT = ("-n", "40", "--rounds", "3", "--seed", "4", "--validation-n", "4", "--loss", "-5", "--bootstrap", "0.5",
+         "--decay", "0.5")
+
+
+def interrupted_in_round_3(monkeypatch, out):
+    """`sim train SHORT --out out` stopped by Ctrl-C in round 3 of 3 (in its fit); the result."""
+    import sim.analysis.train as training
+
+    fit, fits = training.fit, []
+
+    def ctrl_c_in_round_3(*args):
+        fits.append(1)
+        if len(fits) == 3:
+            raise KeyboardInterrupt
+        return fit(*args)
+
+    monkeypatch.setattr(training, "fit", ctrl_c_in_round_3)
+    r = invoke("train", *SHORT, "--out", out)
+    monkeypatch.setattr(training, "fit", fit)
+    return r
+
+
+def test_an_interrupted_training_goes_on_from_its_last_finished_round_to_the_same_file(tmp_path, monkeypatch):
+    # Ctrl-C in round 3 of 3 lost rounds 1 and 2: the same command played them all again.
+    whole = tmp_path / "whole.json"
+    assert invoke("train", *SHORT, "--out", whole, "-q").exit_code == 0
+    out = tmp_path / "values.json"
+    kept = tmp_path / "values.json.checkpoint"
+    r = interrupted_in_round_3(monkeypatch, out)
+    assert r.exit_code == 130, r.output
+    said = r.stderr.splitlines()[-1]
+    assert said.startswith(f"Error: interrupted in round 3 of 3; rounds 1-2 are kept in {kept}. Finish with: sim ")
+    assert kept.exists() and not out.exists()
+    import sim.analysis.train as training
+
+    fit, fits = training.fit, []
+    monkeypatch.setattr(training, "fit", lambda *args: fits.append(1) or fit(*args))
+    r = invoke("train", *SHORT, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert len(fits) == 1  # only round 3 is played and fitted
+    assert f"going on from {kept}: 2 rounds of 3 done" in r.stderr
+    assert [line.split(":")[0] for line in r.stderr.splitlines() if line.startswith("round ")] == [
+        "round 1/3", "round 2/3", "round 3/3"]
+    assert out.read_bytes() == whole.read_bytes()
+    assert not kept.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["values.json", "whole.json"]
+
+
+def test_a_checkpoint_of_other_settings_is_refused_naming_the_setting(tmp_path, monkeypatch):
+    out = tmp_path / "values.json"
+    kept = tmp_path / "values.json.checkpoint"
+    assert interrupted_in_round_3(monkeypatch, out).exit_code == 130
+    body = kept.read_bytes()
+    other_seed = [*SHORT[:5], "5", *SHORT[6:]]
+    for args, says in ((other_seed, f"Error: --seed 5 differs from the training kept in {kept} (seed 4, 2 of 3 "
+                                    "rounds done): run that training's command again to finish it, or delete"),
+                       ([*SHORT, "--rule", "max_pile=3"], "Error: --rule max_pile=3 differs from the training kept in "
+                                                         f"{kept} (rules max_pile=4, 2 of 3 rounds done)"),
+                       ([*SHORT[:6], "--validation-n", "5", *SHORT[8:]], "Error: --validation-n 5 differs")):
+        r = invoke("train", *args, "--out", out)
+        assert r.exit_code == 2, r.output
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(says), lines
+    assert kept.read_bytes() == body and not out.exists()
+
+
+def test_a_damaged_checkpoint_is_refused(tmp_path, monkeypatch):
+    out = tmp_path / "values.json"
+    kept = tmp_path / "values.json.checkpoint"
+    assert interrupted_in_round_3(monkeypatch, out).exit_code == 130
+    doc = json.loads(kept.read_text())
+    changed = doc["body"].replace('"round": 2', '"round": 1')
+    assert changed != doc["body"]
+    for text in (json.dumps({**doc, "body": changed}), kept.read_text()[:100]):
+        kept.write_text(text)
+        r = invoke("train", *SHORT, "--out", out)
+        assert r.exit_code == 1, r.output
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"Error: {kept} is damaged: "), lines
+        assert lines[0].endswith("; delete it to start the training over"), lines
+        assert kept.read_text() == text and not out.exists()

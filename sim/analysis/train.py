@@ -17,10 +17,24 @@ Everything is a pure function of the settings: the games are the seed's
 deals, the exploration draws come from a stream keyed by (seed, round,
 game), and the normal equations are summed in a fixed order, so a run gives
 the same file bit for bit.
+
+With `checkpoint` (`sim train --out FILE` keeps it in FILE.checkpoint),
+each finished round is kept on disk: the settings, the round reached and
+all the next round reads (the weights, the normal equations summed so far,
+the history), written under a temporary name and renamed into place, with
+the SHA-256 of its body. A training started again with the same settings
+goes on after the last finished round, and since a round depends only on
+the settings and what the checkpoint keeps (its exploration draws are keyed
+by round, its sums are stored exactly), it ends with the same file bit for
+bit as one never stopped. A checkpoint of other settings, or of another
+version, is refused naming the setting; a damaged one is refused too.
 """
 
+import hashlib
+import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from numba import njit
@@ -35,9 +49,11 @@ from policies.planner import (
 from sim import kernels as K
 from sim.analysis.tune import check_seeds, play_sums
 from sim.engine.rules import Rules
-from sim.errors import UsageError
+from sim.errors import Interrupted, RunError, UsageError
+from sim.jobs.files import make_folders, write_atomic
 from sim.players.api import in_cache, to_compile as to_compile_policy, warm_up
 from sim.stats import wilson
+from sim.version import __version__
 
 STREAM_EXPLORE = np.uint64(7)
 """Stream id of the exploration draws (the deal and policy streams are 1 and 2)."""
@@ -241,6 +257,110 @@ def to_compile() -> str | None:
     return "self-play and planner (first run only)"
 
 
+CHECKPOINT_FORMAT = "foursquare-sim train checkpoint"
+"""The `format` of a training's checkpoint file."""
+
+
+def checkpoint_path(out: Path) -> Path:
+    """Where a training that writes its values to `out` keeps its finished rounds: beside it, FILE.checkpoint."""
+    out = Path(out)
+    return out.with_name(out.name + ".checkpoint")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A training after its last finished round: all that the next round, and the values file, are made from."""
+
+    settings: dict
+    """The training's settings, as TrainResult.settings records them: a checkpoint goes on only with the same."""
+    version: str
+    """The foursquare-sim version that played the rounds (another one may play them otherwise)."""
+    history: tuple[dict, ...]
+    """Each finished round's summary, as in TrainResult.history; its length is the round reached."""
+    weights: np.ndarray
+    """The weights fitted after the last finished round, which the next round's planner plays."""
+    xtx: np.ndarray
+    """The normal equations' matrix summed over the finished rounds (earlier ones already decayed)."""
+    xty: np.ndarray
+    """Their right-hand side, likewise."""
+
+    def body(self) -> str:
+        """The checkpoint as JSON text; floats as Python writes them (exact), the matrix by its nonzero entries."""
+        flat = self.xtx.ravel()
+        nonzero = np.flatnonzero(flat.view(np.uint64))  # by their bits: a -0.0 would be kept as it is
+        return json.dumps({
+            "settings": self.settings, "version": self.version, "round": len(self.history),
+            "history": list(self.history), "weights": self.weights.tolist(),
+            "xtx": {"size": len(self.xty), "index": nonzero.tolist(), "value": flat[nonzero].tolist()},
+            "xty": self.xty.tolist(),
+        })
+
+
+def save_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
+    """Write `checkpoint` to `path` under a temporary name, then rename it into place (making its folders), with
+    the SHA-256 of its body beside the body: a reader never sees half of one, and trusts none that was changed."""
+    body = checkpoint.body()
+    doc = {"format": CHECKPOINT_FORMAT, "sha256": hashlib.sha256(body.encode()).hexdigest(), "body": body}
+    make_folders(Path(path).parent)
+    write_atomic(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(doc)))
+
+
+def load_checkpoint(path: Path) -> Checkpoint | None:
+    """The checkpoint in `path`, None when there is none; RunError when it is damaged (not one, or changed)."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise RunError(f"{path} is damaged: not a checkpoint of sim train ({e}); delete it to start the training "
+                       f"over") from None
+    try:
+        if doc.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError("not a checkpoint of sim train")
+        if hashlib.sha256(doc["body"].encode()).hexdigest() != doc["sha256"]:
+            raise ValueError("its SHA-256 does not match its contents")
+        body = json.loads(doc["body"])
+        size = int(body["xtx"]["size"])
+        xtx = np.zeros(size * size)
+        xtx[np.array(body["xtx"]["index"], np.int64)] = np.array(body["xtx"]["value"], np.float64)
+        history = tuple(body["history"])
+        checkpoint = Checkpoint(settings=body["settings"], version=str(body["version"]), history=history,
+                                weights=np.array(body["weights"], np.float64), xtx=xtx.reshape(size, size),
+                                xty=np.array(body["xty"], np.float64))
+        if (size != N_WEIGHTS or checkpoint.weights.shape != (size,) or checkpoint.xty.shape != (size,)
+                or body["round"] != len(history) or not history):
+            raise ValueError("its contents do not fit together")
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError) as e:
+        raise RunError(f"{path} is damaged: {e}; delete it to start the training over") from None
+    return checkpoint
+
+
+def _setting_text(name: str, value) -> str:
+    """A setting as a message names it: `seed 21`, `rules max_pile=3`."""
+    if isinstance(value, dict):
+        return f"{name} " + " ".join(f"{k}={v}" for k, v in value.items())
+    return f"{name} {value}"
+
+
+def _check_checkpoint(path: Path, checkpoint: Checkpoint, settings: dict) -> None:
+    """Refuse a checkpoint of another training (its first differing setting named) or of another version."""
+    done = f"{len(checkpoint.history)} of {checkpoint.settings.get('rounds')} rounds done"
+    for name, value in settings.items():
+        held = checkpoint.settings.get(name)
+        if held != value:
+            if isinstance(value, dict) and isinstance(held, dict):
+                keys = [k for k in value if held.get(k) != value.get(k)] or list(held)
+                value, held = ({k: v.get(k) for k in keys} for v in (value, held))
+            raise UsageError(f"{_setting_text(name, value)} differs from the training kept in {path} "
+                             f"({_setting_text(name, held)}, {done}): run that training's command again to finish "
+                             f"it, or delete {path} to start this one", name)
+    if checkpoint.version != __version__:
+        raise UsageError(f"{path} was played by foursquare-sim {checkpoint.version}, and this is {__version__}; "
+                         f"its rounds would mix two versions (finish it with {checkpoint.version}, or delete it to "
+                         f"start over)")
+
+
 VALIDATION_STEP = 500
 """Validation games per call: a few seconds of planner, so that Ctrl-C and the progress bar are not kept waiting."""
 
@@ -249,7 +369,7 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
           ridge: float = 1.0, bootstrap: float = 0.0, decay: float = 1.0,
           validation_seed: int | None = None, validation_n: int = 2_000,
           rules: Rules | None = None, on_round=None, on_games=None, notify=None,
-          against_shipped: bool = True) -> TrainResult:
+          against_shipped: bool = True, checkpoint: Path | None = None, on_resume=None) -> TrainResult:
     """Learn planner's values on `n` deals of `seed` per round; validate on another seed.
 
     With `against_shipped`, the shipped values play the same held-out deals
@@ -261,6 +381,12 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
     games played, of self-play and then of validation (for a progress bar:
     a round can take minutes). `notify(message)` hears of a compile before
     it starts, once the settings are checked.
+
+    With `checkpoint` (a path), each finished round is saved there, and a
+    checkpoint found there of the same settings is taken up after its last
+    round: `on_resume(history)` hears the summaries of the rounds it kept,
+    before any game. Ctrl-C is then Interrupted, saying what was kept. The
+    caller removes the file once the values are safe.
     """
     seed, validation_seed = check_seeds(seed, validation_seed)
     if n < 1 or rounds < 1 or validation_n < 1:
@@ -278,14 +404,44 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
     rules = rules or Rules()
     validation_seed = (seed + 1) % 2**64 if validation_seed is None else validation_seed  # seeds are 64-bit
     rules_array = rules.as_array()
-    what = to_compile()
-    if what is not None and notify is not None:
-        notify(f"compiling {what}…")
+    settings = {"n": n, "seed": seed, "rounds": rounds, "explore": explore, "loss": loss, "ridge": ridge,
+                "bootstrap": bootstrap, "decay": decay,
+                "validation_seed": validation_seed, "validation_n": validation_n, "rules": rules.as_dict()}
     weights = None
     history = []
     xtx = np.zeros((N_WEIGHTS, N_WEIGHTS))  # every round's positions: the fit does not swing
     xty = np.zeros(N_WEIGHTS)
-    for r in range(rounds):
+    kept = None if checkpoint is None else load_checkpoint(checkpoint)
+    if kept is not None:
+        _check_checkpoint(checkpoint, kept, settings)
+        weights, history, xtx, xty = kept.weights, list(kept.history), kept.xtx, kept.xty
+        if on_resume is not None:
+            on_resume(tuple(history))
+    what = to_compile()
+    if what is not None and notify is not None:
+        notify(f"compiling {what}…")
+    try:
+        weights, history = _rounds(n, seed, rounds, explore, loss, ridge, bootstrap, decay, rules_array, weights,
+                                   history, xtx, xty, on_round, on_games, checkpoint, settings)
+        return _validate(weights, history, loss, validation_seed, validation_n, rules, settings, on_games,
+                         against_shipped)
+    except KeyboardInterrupt:
+        if checkpoint is None:
+            raise
+        done = len(history)
+        where = f"in round {done + 1} of {rounds}" if done < rounds else "in the held-out games"
+        said = ("nothing written" if not done else f"round 1 is kept in {checkpoint}" if done == 1 else
+                f"rounds 1-{done} are kept in {checkpoint}")
+        raise Interrupted(f"interrupted {where}; {said}") from None
+
+
+def _rounds(n, seed, rounds, explore, loss, ridge, bootstrap, decay, rules_array, weights, history, xtx, xty,
+            on_round, on_games, checkpoint, settings):
+    """Play and fit the rounds after those in `history` (xtx, xty summed in place); (weights, history).
+
+    `history` is the caller's list, grown as each round is done, so that an interrupt can say how far it got.
+    """
+    for r in range(len(history), rounds):
         xtx *= decay  # earlier rounds' positions count less: they come from weaker play
         xty *= decay
         counts = np.zeros(4)
@@ -304,9 +460,17 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
         weights = _round_weights(fit(xtx, xty, ridge))
         summary = {"round": r + 1, "policy": name, "games": int(counts[0]), "win_rate": counts[1] / counts[0],
                    "mean_score_per_deal": counts[2] / counts[0], "positions": int(counts[3])}
+        if checkpoint is not None:  # before the round counts as done: an interrupt in the write keeps the last one
+            save_checkpoint(checkpoint, Checkpoint(settings=settings, version=__version__,
+                                                   history=(*history, summary), weights=weights, xtx=xtx, xty=xty))
         history.append(summary)
         if on_round is not None:
             on_round(r + 1, summary)
+    return weights, history
+
+
+def _validate(weights, history, loss, validation_seed, validation_n, rules, settings, on_games, against_shipped):
+    """Play the learned values (and the shipped ones) on the held-out deals; the TrainResult."""
     params = validate_values({"format": FORMAT, "features": list(FEATURE_SET), "weights": weights.tolist(),
                               "loss": loss}, "trained")
     warm_up("planner")
@@ -324,7 +488,5 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
         weights=tuple(float(w) for w in weights), loss=float(loss), history=tuple(history),
         validation_seed=validation_seed, validation_n=validation_n, validation_wins=wins,
         validation_mean_score=mean_score, shipped_wins=shipped_wins, shipped_mean_score=shipped_mean_score,
-        settings={"n": n, "seed": seed, "rounds": rounds, "explore": explore, "loss": loss, "ridge": ridge,
-                  "bootstrap": bootstrap, "decay": decay,
-                  "validation_seed": validation_seed, "validation_n": validation_n, "rules": rules.as_dict()},
+        settings=settings,
     )

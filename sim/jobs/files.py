@@ -55,8 +55,8 @@ def sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def make_folders(folder: Path) -> list[Path]:
-    """Make `folder` and its missing parents; returns those made, deepest first (for `remove_folders`).
+def missing_folders(folder: Path) -> list[Path]:
+    """`folder` and its parents that do not exist, deepest first: those `make_folders` would make.
 
     A file in the way is NotADirectoryError naming it (mkdir alone would say "File exists").
     """
@@ -68,6 +68,15 @@ def make_folders(folder: Path) -> list[Path]:
                 raise NotADirectoryError(errno.ENOTDIR, f"{f} is not a directory", str(f))
             break
         missing.append(f)
+    return missing
+
+
+def make_folders(folder: Path) -> list[Path]:
+    """Make `folder` and its missing parents; returns those made, deepest first (for `remove_folders`).
+
+    A file in the way is NotADirectoryError naming it (mkdir alone would say "File exists").
+    """
+    missing = missing_folders(folder)
     made = []
     try:
         for f in reversed(missing):
