@@ -3,6 +3,7 @@
 import json
 import math
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -564,6 +565,7 @@ def interrupted_in_round_3(monkeypatch, out):
         return fit(*args)
 
     monkeypatch.setattr(training, "fit", ctrl_c_in_round_3)
+    monkeypatch.setattr(sys, "argv", ["sim", "train", *SHORT, "--out", str(out)])  # the command as typed
     r = invoke("train", *SHORT, "--out", out)
     monkeypatch.setattr(training, "fit", fit)
     return r
@@ -578,7 +580,8 @@ def test_an_interrupted_training_goes_on_from_its_last_finished_round_to_the_sam
     r = interrupted_in_round_3(monkeypatch, out)
     assert r.exit_code == 130, r.output
     said = r.stderr.splitlines()[-1]
-    assert said.startswith(f"Error: interrupted in round 3 of 3; rounds 1-2 are kept in {kept}. Finish with: sim ")
+    assert said == (f"Error: interrupted in round 3 of 3; rounds 1-2 are kept in {kept}. "
+                    f"Finish with: sim train {' '.join(SHORT)} --out {out}")
     assert kept.exists() and not out.exists()
     import sim.analysis.train as training
 
