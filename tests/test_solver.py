@@ -286,18 +286,25 @@ def _cells_to_try(state, rules, new_piles):
     return K.legal_cells(state, rules) & (~state[K.OCCUPIED] if new_piles else ALL_CELLS)
 
 
+EVERY_LINE, NEW_PILES_ONLY, PILE_COUNT = 0, 1, 2
+"""The lines `_wins_before` follows: all; only those in which every card opens a pile; all but those
+whose missing piles outnumber the cards left (a card opens at most one pile)."""
+
+
 @njit(cache=False)
-def _wins_before(deck, rules, limit, state, t, new_piles):
-    """Does some line from `state` (t cards placed) win before turn `limit`? No pruning at all,
-    but with `new_piles` (0 or 1) only lines in which every card opens a pile are followed (with no
-    slack no other line can win: 16 piles need 16 cards). `new_piles` has no default: every call
+def _wins_before(deck, rules, limit, state, t, lines):
+    """Does some line from `state` (t cards placed) win before turn `limit`? No pruning at all with
+    EVERY_LINE; with NEW_PILES_ONLY only lines in which every card opens a pile are followed (with no
+    slack no other line can win: 16 piles need 16 cards); with PILE_COUNT a line is dropped only when
+    its missing piles outnumber the cards left before `limit`. `lines` has no default: every call
     passes an int64, so numba compiles this recursion once, not once more for an omitted argument
-    and again for the literal 0 it then passes to itself."""
+    and again for the literal it then passes to itself."""
     if t + 1 >= limit:
         return False
+    target = rules[K.RULE_GRID] * rules[K.RULE_GRID]
     card = deck[t]
     child = np.empty_like(state)
-    m = _cells_to_try(state, rules, new_piles)
+    m = _cells_to_try(state, rules, 1 if lines == NEW_PILES_ONLY else 0)
     while m:
         cell = K.lowest_cell(m)
         m &= m - 1
@@ -307,7 +314,8 @@ def _wins_before(deck, rules, limit, state, t, new_piles):
         end = K.end_of_turn(child, rules)
         if end == K.END_WIN:
             return True
-        if end == K.GOES_ON and _wins_before(deck, rules, limit, child, t + 1, new_piles):
+        if end == K.GOES_ON and (lines != PILE_COUNT or t + 1 + target - child[K.PILES] < limit) \
+                and _wins_before(deck, rules, limit, child, t + 1, lines):
             return True
     return False
 
@@ -358,7 +366,7 @@ def test_rank_parity_bound_never_cuts_a_win():
     for g, deck, best in _deals_with_best(40, (24,), proven=False):
         for t, c, on_line, state in _positions_near(deck, best.moves, range(10, 13), rules, new_piles=True):
             seen["positions"] += 1
-            win = on_line or _wins_before(deck, r, limit, state, t + 1, 0)
+            win = on_line or _wins_before(deck, r, limit, state, t + 1, EVERY_LINE)
             seen["wins"] += win
             with_2c = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE)
             without = cards_needed(state, r, deck, t + 1, limit, 0)
@@ -388,7 +396,7 @@ def test_slack_parity_never_cuts_a_win():
             if limit - 1 - (t + 1) - (16 - state[K.PILES]) != 1:
                 continue  # no slack left (rule 2c's test) or none to begin with
             seen["slack1"] += 1
-            win = on_line or _wins_before(deck, r, limit, state, t + 1, 0)
+            win = on_line or _wins_before(deck, r, limit, state, t + 1, EVERY_LINE)
             seen["wins"] += win
             with_2d = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE, 1)
             without = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE, 0)
@@ -408,36 +416,10 @@ def test_slack_parity_never_cuts_a_win():
                     K.place(child, r, x, deck[t + 1])
                     if child[K.FACE_DOWN_COUNT] > rules.max_face_down:
                         continue
-                    assert not _wins_before(deck, r, limit, child, t + 2, 0), (g, t, c, x)
+                    assert not _wins_before(deck, r, limit, child, t + 2, EVERY_LINE), (g, t, c, x)
                     seen["piles_dropped"] += 1
     assert deals >= 10 and seen["slack1"] >= 200 and seen["wins"] >= 30, (deals, seen)
     assert seen["cut_2d"] >= 10 and seen["piles_dropped"] >= 10, str(seen)
-
-
-@njit(cache=False)
-def _wins_counting(deck, rules, limit, state, t):
-    """Does some line from `state` (t cards placed) win before turn `limit`? No pruning but the count
-    that a card opens at most one pile: a line is dropped only when its missing piles outnumber
-    the cards left before `limit`."""
-    if t + 1 >= limit:
-        return False
-    target = rules[K.RULE_GRID] * rules[K.RULE_GRID]
-    card = deck[t]
-    child = np.empty_like(state)
-    m = K.legal_cells(state, rules)
-    while m:
-        cell = K.lowest_cell(m)
-        m &= m - 1
-        child[:] = state
-        K.draw(child, card)
-        K.place(child, rules, cell, card)
-        end = K.end_of_turn(child, rules)
-        if end == K.END_WIN:
-            return True
-        if end == K.GOES_ON and t + 1 + target - child[K.PILES] < limit \
-                and _wins_counting(deck, rules, limit, child, t + 1):
-            return True
-    return False
 
 
 def _random_play(rng, rules, deck, cards):
@@ -498,7 +480,7 @@ def test_parity_rules_never_cut_a_win_under_any_rule_options():
                 limit = t + missing + slack + 1
                 seen["last_card"] += limit == K.DECK_SIZE + 1
                 seen["positions"] += 1
-                win = _wins_counting(cards, r, limit, state, t)
+                win = _wins_before(cards, r, limit, state, t, PILE_COUNT)
                 seen["wins"] += win
                 b = cards_needed(state, r, cards, t, limit, 0, 0)
                 c = cards_needed(state, r, cards, t, limit, K.DECK_SIZE, 0)
@@ -517,7 +499,7 @@ def test_parity_rules_never_cut_a_win_under_any_rule_options():
                         K.draw(child, cards[t])
                         K.place(child, r, x, cards[t])
                         if K.end_of_turn(child, r) == K.GOES_ON:
-                            assert not _wins_counting(cards, r, limit, child, t + 1), (str(rules), g, t, x)
+                            assert not _wins_before(cards, r, limit, child, t + 1, PILE_COUNT), (str(rules), g, t, x)
                             seen["piles_dropped"] += 1
     assert seen["positions"] >= 1000 and seen["wins"] >= 200 and seen["piles_dropped"] >= 100, seen
     assert seen["last_card"] >= 20, seen
@@ -560,7 +542,7 @@ def test_endgame_agrees_with_brute_force():
             seen["positions"] += 1
             seen["long"] += k >= 6  # six to eight cards: more than a few hundred orders
             won, cells = endgame_line(state, r, deck, t + 1, limit)
-            assert won == _wins_before(deck, r, limit, state, t + 1, 1), (g, t, c)
+            assert won == _wins_before(deck, r, limit, state, t + 1, NEW_PILES_ONLY), (g, t, c)
             seen["wins" if won else "no_win"] += 1
             if won:
                 after = state.copy()
