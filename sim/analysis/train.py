@@ -30,7 +30,6 @@ bit as one never stopped. A checkpoint of other settings, or of another
 version, is refused naming the setting; a damaged one is refused too.
 """
 
-import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -50,7 +49,7 @@ from sim import kernels as K
 from sim.analysis.tune import check_seeds, play_sums
 from sim.engine.rules import Rules
 from sim.errors import Interrupted, RunError, UsageError
-from sim.jobs.files import make_folders, write_atomic
+from sim.jobs.files import make_folders, unseal, write_sealed
 from sim.players.api import in_cache, to_compile as to_compile_policy, warm_up
 from sim.stats import wilson
 from sim.version import __version__
@@ -299,10 +298,8 @@ class Checkpoint:
 def save_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
     """Write `checkpoint` to `path` under a temporary name, then rename it into place (making its folders), with
     the SHA-256 of its body beside the body: a reader never sees half of one, and trusts none that was changed."""
-    body = checkpoint.body()
-    doc = {"format": CHECKPOINT_FORMAT, "sha256": hashlib.sha256(body.encode()).hexdigest(), "body": body}
     make_folders(Path(path).parent)
-    write_atomic(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(doc)))
+    write_sealed(Path(path), CHECKPOINT_FORMAT, checkpoint.body())
 
 
 def load_checkpoint(path: Path) -> Checkpoint | None:
@@ -316,11 +313,7 @@ def load_checkpoint(path: Path) -> Checkpoint | None:
         raise RunError(f"{path} is damaged: not a checkpoint of sim train ({e}); delete it to start the training "
                        f"over") from None
     try:
-        if doc.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError("not a checkpoint of sim train")
-        if hashlib.sha256(doc["body"].encode()).hexdigest() != doc["sha256"]:
-            raise ValueError("its SHA-256 does not match its contents")
-        body = json.loads(doc["body"])
+        body = json.loads(unseal(doc, CHECKPOINT_FORMAT, "a checkpoint of sim train"))
         size = int(body["xtx"]["size"])
         xtx = np.zeros(size * size)
         xtx[np.array(body["xtx"]["index"], np.int64)] = np.array(body["xtx"]["value"], np.float64)

@@ -2,6 +2,7 @@
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -107,6 +108,23 @@ def folders_for(path: Path):
     except BaseException:
         remove_folders(made)
         raise
+
+
+def write_sealed(path: Path, kind: str, body: str) -> None:
+    """Write `body` (JSON text) to `path` with `write_atomic`, in an envelope naming its `kind` and holding the
+    SHA-256 of the body's text as stored, so that `unseal` trusts no other kind of file and no changed one."""
+    doc = {"format": kind, "sha256": hashlib.sha256(body.encode()).hexdigest(), "body": body}
+    write_atomic(path, lambda tmp: Path(tmp).write_text(json.dumps(doc)))
+
+
+def unseal(doc: dict, kind: str, what: str) -> str:
+    """The body of `doc`, an envelope `write_sealed` wrote as `kind`; ValueError when it is not one (`what` names
+    what it should be) or its body was changed since."""
+    if doc.get("format") != kind:
+        raise ValueError(f"not {what}")
+    if hashlib.sha256(doc["body"].encode()).hexdigest() != doc["sha256"]:
+        raise ValueError("its SHA-256 does not match its contents")
+    return doc["body"]
 
 
 def write_json_atomic(path: Path, data) -> None:

@@ -24,7 +24,6 @@ column          meaning
 """
 
 import contextlib
-import hashlib
 import heapq
 import itertools
 import json
@@ -43,7 +42,7 @@ from sim.engine.rules import Rules
 from sim.errors import whole
 from sim.fielddocs import documented
 from sim.jobs import runner
-from sim.jobs.files import write_atomic
+from sim.jobs.files import unseal, write_sealed
 from sim.jobs.runner import Job, UsageError, read_manifest
 from sim.players.api import in_cache, to_compile, warm_up
 from sim.players.oracle import warm_up_solver
@@ -158,6 +157,10 @@ def _split_identity(payload: dict, i: int, plan: SplitSolve) -> dict:
             "solve": payload["solve"]}
 
 
+SPLIT_CHECKPOINT = "foursquare-sim split checkpoint"
+"""The `format` of a split deal's checkpoint file."""
+
+
 def save_split(run_dir: Path, payload: dict, i: int, plan: SplitSolve) -> None:
     """Record a split deal's schedule between two rounds, so that a resumed run goes on from there.
 
@@ -169,9 +172,7 @@ def save_split(run_dir: Path, payload: dict, i: int, plan: SplitSolve) -> None:
     body = json.dumps({**_split_identity(payload, i, plan), "state": plan.checkpoint()})
     path = _split_file(run_dir, payload["start"] + i)
     path.parent.mkdir(exist_ok=True)
-    doc = {"format": "foursquare-sim split checkpoint", "sha256": hashlib.sha256(body.encode()).hexdigest(),
-           "body": body}  # the digest is of the body's text, as stored
-    write_atomic(path, lambda tmp: Path(tmp).write_text(json.dumps(doc)))
+    write_sealed(path, SPLIT_CHECKPOINT, body)
 
 
 def load_split(run_dir: Path, payload: dict, i: int, plan: SplitSolve) -> dict | None:
@@ -179,11 +180,8 @@ def load_split(run_dir: Path, payload: dict, i: int, plan: SplitSolve) -> dict |
     there is none to trust."""
     path = _split_file(run_dir, payload["start"] + i)
     try:
-        doc = json.loads(path.read_text())
-        ok = (doc.get("format") == "foursquare-sim split checkpoint"
-              and hashlib.sha256(doc["body"].encode()).hexdigest() == doc["sha256"])
-        body = json.loads(doc["body"]) if ok else None
-        ok = ok and {k: body[k] for k in ("game", "deck", "rules", "solve")} == _split_identity(payload, i, plan)
+        body = json.loads(unseal(json.loads(path.read_text()), SPLIT_CHECKPOINT, "a split checkpoint"))
+        ok = {k: body[k] for k in ("game", "deck", "rules", "solve")} == _split_identity(payload, i, plan)
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):  # not a checkpoint's shape
