@@ -556,7 +556,9 @@ def expected_value(after, rules, params, prefix, lines, stop_at_win=False):
     With `stop_at_win` a follow-up that wins ends its rank's search at its
     score (the deeper search's second card: fewer cells to try).
     """
-    return ranks_value(after, rules, params, prefix, lines, stop_at_win, 0, np.empty((0, 0)),
+    # np.bool_ and np.int64, here and at every call of ranks_value: a constant passed as it is would be typed
+    # as its literal value, and numba would compile a copy of ranks_value for each (a minute more to compile).
+    return ranks_value(after, rules, params, prefix, lines, np.bool_(stop_at_win), np.int64(0), np.empty((0, 0)),
                        np.empty((0, 0), np.int64), np.empty(0, np.int64), np.empty(0))
 
 
@@ -644,7 +646,8 @@ def follow_up_value(after, rules, params, prefix2, lines, after2, top_v, top_c, 
                     after2[:] = after
                     place(after2, rules, top_c[r, j], r)
                     # (follow 0: the arrays are not touched)
-                    v = ranks_value(after2, rules, params, prefix2, lines, True, 0, top_v, top_c, n_top, outcome)
+                    v = ranks_value(after2, rules, params, prefix2, lines, np.bool_(True), np.int64(0), top_v, top_c,
+                                    n_top, outcome)
                 best = max(best, v)
             after[STOCK + r] += 1
             after[STOCK_LEFT] += 1
@@ -692,7 +695,7 @@ def choose(state, rules, card, legal, rng, params):
         else:
             after[:] = state
             place(after, rules, cell, card)
-            v = ranks_value(after, rules, params, prefix, lines, False, follow, top_v[n], top_c[n], n_top[n],
+            v = ranks_value(after, rules, params, prefix, lines, np.bool_(False), follow, top_v[n], top_c[n], n_top[n],
                             outcome[n])
             alive[n] = True
         values[n] = v

@@ -107,7 +107,7 @@ def self_play(seed, first_game, count, base, params, rules, explore, round_key, 
     less noisy than one deal's outcome). counts[0..2] gain the games, the wins and the sum of the scores
     (losses 0), counts[3] the positions.
     """
-    deck = np.empty(K.DECK_SIZE, np.int64)
+    deck = np.empty(K.DECK_SIZE, np.uint8)  # as a run deals it: the policies' compiled code is a run's
     state = np.empty(K.STATE_SIZE, np.int64)
     moves = np.empty(K.DECK_SIZE + 1, np.int64)
     fired = np.empty(K.DECK_SIZE, np.int64)
@@ -140,7 +140,7 @@ def self_play(seed, first_game, count, base, params, rules, explore, round_key, 
         # Replay the game, recording each position from `start` on.
         K.reset(state)
         for t in range(played):
-            card = deck[t]
+            card = np.int64(deck[t])
             cell = moves[t]
             K.draw(state, card)
             if t >= start:
