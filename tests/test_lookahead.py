@@ -182,6 +182,7 @@ def test_cells_that_may_win_do_not_cap_the_later_ones_at_their_own_bound(seed, t
     weights = np.array(weights, dtype=np.float64)
     legal = K.legal_cells(state, rules)
     rng = np.zeros(1, np.uint64)
+    card = np.uint8(card)  # a run's card type: choose is the run's compiled code, loaded, not compiled again
     assert lookahead.choose_exhaustive(state.copy(), rules, card, legal, rng, weights) == cell
     assert lookahead.choose(state.copy(), rules, card, legal, rng, weights) == cell
 

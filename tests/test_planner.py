@@ -540,7 +540,7 @@ def test_choices_match_the_definition_along_whole_games(args):
             to_open = 16 - state[K.PILES]
             if to_open <= max(params[planner.P_ENDGAME], 1) + 1:  # the endgame and the turns before it
                 legal = K.legal_cells(state, rules)
-                assert planner.choose(state, rules, int(card), legal, rng, params) == cell
+                assert planner.choose(state, rules, np.uint8(card), legal, rng, params) == cell  # a run's card type
                 assert reference_choose(state, rules, int(card), params) == cell
                 deeper += to_open <= max(params[planner.P_ENDGAME], 0)
             K.place(state, rules, cell, card)

@@ -368,8 +368,8 @@ def test_rank_parity_bound_never_cuts_a_win():
             seen["positions"] += 1
             win = on_line or _wins_before(deck, r, limit, state, t + 1, EVERY_LINE)
             seen["wins"] += win
-            with_2c = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE)
-            without = cards_needed(state, r, deck, t + 1, limit, 0)
+            with_2c = cards_needed(state, r, deck, t + 1, limit, K.DECK_SIZE, 1)
+            without = cards_needed(state, r, deck, t + 1, limit, 0, 1)
             assert with_2c >= without >= 16 - state[K.PILES]
             if t + 1 + with_2c >= limit:
                 assert not win, f"deal {g}, turn {t + 1}, cell {c}: rule 2 cuts a position with a win"

@@ -952,16 +952,17 @@ def _bound(state, rules, deck, t, limit, use_ranks, slack_parity):
 
 
 @njit(cache=True)
-def cards_needed(state, rules, deck, t, limit, use_ranks, slack_parity=1):
+def cards_needed(state, rules, deck, t, limit, use_ranks, slack_parity):
     """Rule 2's lower bound on the cards still needed for a win from `state` (`t` cards placed,
     deck[t] next), refined as far as a search for a win before turn `limit` would (`use_ranks`
     and `slack_parity` as in `search_init`): the search's own bound, callable on its own so
-    that tests can check it against brute force."""
+    that tests can check it against brute force. No argument has a default: numba compiles a
+    function called with an omitted argument once more, here with `_bound` (half a minute)."""
     return _bound(state, rules, deck, t, limit, use_ranks, slack_parity)[0]
 
 
 @njit(cache=True)
-def piles_allowed(state, rules, deck, t, limit, use_ranks, slack_parity=1):
+def piles_allowed(state, rules, deck, t, limit, use_ranks, slack_parity):
     """The occupied cells on which the search (for a win before turn `limit`) lets the next card,
     deck[t], go (rule 2d narrows them with one card of slack; all of them otherwise): callable
     on its own so that tests can check against brute force that the others hold no win."""
