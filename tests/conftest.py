@@ -74,8 +74,9 @@ The groups share nothing but what the main process has already compiled
 (the kernels, greedy and heuristic), so the two processes never write the
 same cache files. Training plays lookahead's and planner's compiled code
 from a compiled function of its own, loading it from the cache their group
-has just filled, so it goes after them in their group. "split" lists a split solve's subtrees (compiled code of
-the solver's own, after the oracle's)."""
+has just filled, so it goes after them in their group. "split" lists a
+split solve's subtrees (compiled code of the solver's own, after the
+oracle's)."""
 
 _WARM_UP = """
 import sys

@@ -286,8 +286,6 @@ def test_values_learned_under_other_rules_are_warned_of_before_the_games(tmp_pat
     assert "learned under grid=4, and these games play grid=3" in r.stderr and "learned under" not in r.stdout
 
 
-
-
 def test_ranks_value_is_never_passed_a_bare_constant_flag():
     """numba types a constant argument as its literal value and compiles a copy of the callee for each:
     three copies of ranks_value cost a minute of every first compile of planner and sim train."""
@@ -300,6 +298,8 @@ def test_ranks_value_is_never_passed_a_bare_constant_flag():
     for call in calls:
         stop_at_win, follow = call.args[5], call.args[6]
         assert not isinstance(stop_at_win, ast.Constant) and not isinstance(follow, ast.Constant), ast.unparse(call)
+
+
 # --- training -----------------------------------------------------------------------------------
 
 
