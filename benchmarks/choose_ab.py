@@ -52,7 +52,7 @@ def main() -> None:
 
     import policies
     import sim
-    from sim import kernels as K
+    from positions import policy_positions  # benchmarks/positions.py
 
     def timer(choose):
         @njit
@@ -65,18 +65,8 @@ def main() -> None:
     rules_obj = sim.Rules()
     rules = rules_obj.as_array()
     params = policies.build_params(args.policy, {})
-    states, cards, legals = [], [], []
-    for game in range(args.n):
-        deck = sim.deal(1, game)
-        state = np.zeros(K.STATE_SIZE, np.int64)
-        K.reset(state)
-        for card, cell in zip(deck, sim.play(deck, args.policy, rules_obj, seed=1, game=game).moves):
-            K.draw(state, card)
-            states.append(state.copy())
-            cards.append(card)
-            legals.append(K.legal_cells(state, rules))
-            K.place(state, rules, cell, card)
-    states, cards, legals = np.array(states), np.array(cards, np.uint8), np.array(legals, np.int64)
+    states, cards, legals, _, _ = policy_positions(args.policy, args.n, rules_obj)
+    cards = cards.astype(np.uint8)  # a run's card type
 
     with tempfile.TemporaryDirectory() as tmp:
         runs = [timer(load(path, f"choose_ab_{i}", tmp).choose) for i, path in enumerate((args.old, args.new))]

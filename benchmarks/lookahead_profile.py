@@ -67,6 +67,7 @@ def main() -> None:
     from policies import lookahead as L
     from policies.heuristic import LOSS, WIN, evaluate, stock_prefix
     from sim import kernels as K
+    from positions import policy_positions  # benchmarks/positions.py
 
     @njit
     def decoupled(after, table, fire_max, base, line_min, turn_sum_max, turned_max, setups, values, n):
@@ -253,20 +254,7 @@ def main() -> None:
     rules_obj = sim.Rules()
     rules = rules_obj.as_array()
     params = policies.build_params("lookahead", {})
-    states, cards, legals, turns, drawn = [], [], [], [], []
-    for game in range(args.n):
-        deck = sim.deal(1, game)
-        state = np.zeros(K.STATE_SIZE, np.int64)
-        K.reset(state)
-        for turn, (card, cell) in enumerate(zip(deck, sim.play(deck, "lookahead", rules_obj, seed=1, game=game).moves)):
-            K.draw(state, card)
-            turns.append(turn)
-            drawn.append(tuple(int(c) for c in deck[:turn + 1]))
-            states.append(state.copy())
-            cards.append(int(card))
-            legals.append(K.legal_cells(state, rules))
-            K.place(state, rules, cell, card)
-    states, cards, legals = np.array(states), np.array(cards), np.array(legals, np.int64)
+    states, cards, legals, turns, drawn = policy_positions("lookahead", args.n, rules_obj)
     n_root_cells = sum(bin(int(g)).count("1") for g in legals)
     print(f"{len(states):,} positions of lookahead's games on deals 0..{args.n - 1} of seed 1, "
           f"{n_root_cells:,} legal root cells")
@@ -284,7 +272,6 @@ def main() -> None:
             t0 = time.perf_counter()
             walk(states, cards, legals, rules, params, upto, no_gaps, no_bests)
             best[upto] = min(best[upto], time.perf_counter() - t0)
-    turns = np.array(turns)
     by_turn = np.full(5, np.inf)
     for _ in range(args.rounds):
         for turn in range(1, 5):
