@@ -100,23 +100,39 @@ def choose_cache_dir() -> None:
         config.CACHE_DIR = str(folder)
 
 
+def _stamped(stamp: Path, digest: str) -> bool:
+    return stamp.exists() and stamp.read_text().strip() == digest
+
+
 def drop_stale_cache() -> None:
-    """Delete numba cache files (*.nbi, *.nbc) left by other sources; never raises."""
+    """Delete numba cache files (*.nbi, *.nbc) left by other sources; never raises.
+
+    A stale cache is dropped under the warm-up lock, and only if it is still
+    stale once the lock is held: another process may be compiling the same
+    sources under the lock, having dropped the stale files and stamped the
+    cache first, and the files it is writing must stay. A cache in step with
+    the sources is checked without the lock, so that importing the kernels
+    never waits for another process's compile. (The lock is not reentrant:
+    a process imports `sim.kernels`, which calls this, before it takes it.)
+    """
     choose_cache_dir()
     try:
         digest = sources_digest()
         dirs = cache_dirs()
         stamp = dirs[0] / _STAMP
-        if stamp.exists() and stamp.read_text().strip() == digest:
+        if _stamped(stamp, digest):
             return
-        for folder in dirs:
-            for pattern in ("*.nbi", "*.nbc"):
-                for path in folder.glob(pattern):
-                    path.unlink(missing_ok=True)
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        tmp = stamp.with_suffix(".tmp")
-        tmp.write_text(digest + "\n")
-        tmp.replace(stamp)
+        with warm_up_lock():
+            if _stamped(stamp, digest):
+                return
+            for folder in dirs:
+                for pattern in ("*.nbi", "*.nbc"):
+                    for path in folder.glob(pattern):
+                        path.unlink(missing_ok=True)
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            tmp = stamp.with_suffix(".tmp")
+            tmp.write_text(digest + "\n")
+            tmp.replace(stamp)
     except OSError:
         pass  # a cache folder that cannot be written: numba then falls back to its own checks
 

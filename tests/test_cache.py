@@ -106,3 +106,38 @@ def test_a_read_only_install_and_home_use_a_temporary_cache_folder(tmp_path):
     assert folder and Path(folder).name.startswith("foursquare-sim-numba-")
     assert stamped
     assert not Path(folder).exists(), "removed when the process exits"
+
+
+def _waits_for_lock(pid: int, lock: Path) -> bool:
+    """Whether process `pid` is queued for the flock on `lock` (Linux's /proc/locks lists waiters with "->")."""
+    inode = f":{lock.stat().st_ino} "
+    return any("->" in line and line.split("->")[1].split()[3] == str(pid) and inode in line
+               for line in Path("/proc/locks").read_text().splitlines())
+
+
+def test_a_stale_cache_is_dropped_only_once_the_warm_up_lock_is_free(tmp_path):
+    # Another process compiling under the lock has stamped the cache for its sources and is writing files; a
+    # process that finds the stamp stale waits for the lock, and then drops them only if still stale.
+    import fcntl
+    import time
+
+    tree = _copy(tmp_path)
+    stale = _fake_cache(tree / "policies" / "__pycache__", "greedy.choose-34")
+    lock = tree / "sim" / "__pycache__" / "warm-up.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["PYTHONPATH"] = str(tree)
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc = subprocess.Popen([sys.executable, "-c", "from sim._cache import drop_stale_cache; drop_stale_cache()"],
+                                cwd=tree, env=env)
+        deadline = time.monotonic() + 60
+        while not _waits_for_lock(proc.pid, lock):
+            assert proc.poll() is None, "the cleanup finished while another process held the warm-up lock"
+            assert time.monotonic() < deadline, "the cleanup never asked for the warm-up lock"
+            time.sleep(0.01)
+        assert all(f.exists() for f in stale)
+        fcntl.flock(held, fcntl.LOCK_UN)
+    assert proc.wait(timeout=60) == 0
+    assert not any(f.exists() for f in stale)
+    assert (tree / "sim" / "__pycache__" / "compiled-sources.sha256").is_file()
