@@ -66,17 +66,20 @@ def signal_handlers_restored():
         signal.signal(s, handler)
 
 
-WARM_UP_GROUPS = (("lookahead", "planner", "train"), ("rollout", "oracle", "split"))
-"""Policies the suite plays (and `sim train`'s self-play), compiled before the test workers start,
-one group per process.
+WARM_UP_TASKS = (("planner", ()), ("lookahead", ()), ("oracle", ()), ("train", ("lookahead", "planner")),
+                 ("rollout", ()), ("split", ("oracle",)))
+"""What the suite plays (and `sim train`'s self-play), compiled before the test workers start: (task, the
+tasks it waits for), longest path first, each in a process of its own, two at a time.
 
-The groups share nothing but what the main process has already compiled
-(the kernels, greedy and heuristic), so the two processes never write the
-same cache files. Training plays lookahead's and planner's compiled code
-from a compiled function of its own, loading it from the cache their group
-has just filled, so it goes after them in their group. "split" lists a
-split solve's subtrees (compiled code of the solver's own, after the
-oracle's)."""
+The tasks compile nothing in common but what the main process has already
+compiled (the kernels, greedy and heuristic), so two processes never write
+the same cache files. Training plays lookahead's and planner's compiled
+code from a compiled function of its own, loading it from the cache they
+have filled, so it waits for both. "split" solves a deal whose search
+splits into subtrees (compiled code of the solver's own, after the
+oracle's). In this order the two processes stay busy: on a 2-core machine
+planner then train take about as long as lookahead, the oracle, rollout
+and split."""
 
 _WARM_UP = """
 import sys
@@ -106,12 +109,39 @@ def pytest_configure(config):
     if hasattr(config, "workerinput") or config.option.collectonly:
         return
     if getattr(config.option, "numprocesses", None):
-        import subprocess
-
         from sim.players.api import warm_up
 
         warm_up("greedy")
         warm_up("heuristic")
-        procs = [subprocess.Popen([sys.executable, "-c", _WARM_UP, *group]) for group in WARM_UP_GROUPS]
-        if any(p.wait() for p in procs):
-            raise pytest.UsageError("compiling the built-in policies before the tests failed (see above)")
+        _warm_up_in_turns(WARM_UP_TASKS, slots=2)
+
+
+def _warm_up_in_turns(tasks, slots: int) -> None:
+    """Run each of `tasks` (see WARM_UP_TASKS) in a process of its own once the tasks it waits for are done,
+    in their order, at most `slots` at a time."""
+    import subprocess
+    import time
+
+    waiting = list(tasks)
+    running = {}
+    done = set()
+    try:
+        while waiting or running:
+            for name, proc in list(running.items()):
+                if proc.poll() is not None:
+                    del running[name]
+                    if proc.returncode:
+                        raise pytest.UsageError(f"compiling {name} before the tests failed (see above)")
+                    done.add(name)
+            for task in list(waiting):
+                name, needs = task
+                if len(running) < slots and set(needs) <= done:
+                    running[name] = subprocess.Popen([sys.executable, "-c", _WARM_UP, name])
+                    waiting.remove(task)
+            if waiting and not running:
+                raise pytest.UsageError(f"warm-up tasks wait for tasks that never run: {waiting}")
+            time.sleep(0.05)
+    finally:
+        for proc in running.values():
+            proc.kill()
+            proc.wait()
