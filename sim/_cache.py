@@ -101,6 +101,7 @@ def choose_cache_dir() -> None:
 
 
 def _stamped(stamp: Path, digest: str) -> bool:
+    """Whether the cache was last stamped for the sources of `digest`."""
     return stamp.exists() and stamp.read_text().strip() == digest
 
 

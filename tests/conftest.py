@@ -103,8 +103,8 @@ def pytest_configure(config):
     under each other. Compiling is most of the suite's cost in a fresh
     clone, and two workers that need the same policy at the same time would
     both compile it; here every built-in policy is compiled exactly once, the
-    costly ones in two processes side by side, so the test workers only load
-    them.
+    costly ones two at a time (`WARM_UP_TASKS`), so the test workers only
+    load them.
     """
     if hasattr(config, "workerinput") or config.option.collectonly:
         return

@@ -5,11 +5,13 @@ cleanup there in a fresh interpreter, so the project's own cache is never
 touched.
 """
 
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,9 +120,6 @@ def _waits_for_lock(pid: int, lock: Path) -> bool:
 def test_a_stale_cache_is_dropped_only_once_the_warm_up_lock_is_free(tmp_path):
     # Another process compiling under the lock has stamped the cache for its sources and is writing files; a
     # process that finds the stamp stale waits for the lock, and then drops them only if still stale.
-    import fcntl
-    import time
-
     tree = _copy(tmp_path)
     stale = _fake_cache(tree / "policies" / "__pycache__", "greedy.choose-34")
     lock = tree / "sim" / "__pycache__" / "warm-up.lock"
