@@ -113,8 +113,7 @@ def drop_stale_cache() -> None:
     sources under the lock, having dropped the stale files and stamped the
     cache first, and the files it is writing must stay. A cache in step with
     the sources is checked without the lock, so that importing the kernels
-    never waits for another process's compile. (The lock is not reentrant:
-    a process imports `sim.kernels`, which calls this, before it takes it.)
+    never waits for another process's compile.
     """
     choose_cache_dir()
     try:
@@ -123,7 +122,7 @@ def drop_stale_cache() -> None:
         stamp = dirs[0] / _STAMP
         if _stamped(stamp, digest):
             return
-        with warm_up_lock():
+        with _held_lock():
             if _stamped(stamp, digest):
                 return
             for folder in dirs:
@@ -144,10 +143,19 @@ def warm_up_lock():
 
     Processes that compile the same cached functions at once each do the whole compile and write the same
     cache files over each other (a function's index is read, extended and written back, so one writer can drop
-    another's entry); taking turns, the first compiles and the others load what it wrote. The lock goes with
+    another's entry); taking turns, the first compiles and the others load what it wrote. A stale cache is
+    dropped first (`drop_stale_cache`, which takes the lock itself: it is not reentrant). The lock goes with
     its holder, however that ends. Without a folder to hold the lock file (a read-only install with nowhere to
     cache), the block runs unlocked: numba then writes no cache either.
     """
+    drop_stale_cache()
+    with _held_lock():
+        yield
+
+
+@contextlib.contextmanager
+def _held_lock():
+    """The warm-up lock itself, held for the block (unlocked without a folder to hold its file)."""
     path = cache_dirs()[0] / _WARM_UP_LOCK
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -84,15 +84,15 @@ and split."""
 _WARM_UP = """
 import sys
 from sim.players.api import warm_up
-for name in sys.argv[1:]:
-    if name == "train":
-        from sim.analysis.train import train
-        train(n=2, rounds=2, validation_n=2)
-    elif name == "split":
-        from sim import deal, solve
-        solve(deal(0, 7), node_limit=20_000, split_after=1_000)  # a hard deal: it splits
-    else:
-        warm_up(name)
+name = sys.argv[1]
+if name == "train":
+    from sim.analysis.train import train
+    train(n=2, rounds=2, validation_n=2)
+elif name == "split":
+    from sim import deal, solve
+    solve(deal(0, 7), node_limit=20_000, split_after=1_000)  # a hard deal: it splits
+else:
+    warm_up(name)
 """
 
 

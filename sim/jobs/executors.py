@@ -222,8 +222,6 @@ def _warm_worker(warm: Callable, run_id: str, worker_id: str) -> None:
     (`warm_up_lock`), so the first compiles and the others load numba's cache."""
     if run_id in _WARMED.get(worker_id, ()):
         return
-    import sim.kernels  # noqa: F401  (its stale-cache cleanup takes the warm-up lock: before this process holds it)
-
     with _WARMING, warm_up_lock():
         if run_id not in _WARMED.get(worker_id, ()):
             warm()
