@@ -9,6 +9,7 @@ Long tests carry the ``slow`` marker (registered in pyproject.toml):
 ``python -m pytest -m "not slow"`` skips them.
 """
 
+import signal
 import sys
 from pathlib import Path
 
@@ -17,6 +18,13 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
+
+# The interrupt tests send SIGINT and expect Python's KeyboardInterrupt. A suite started with SIGINT ignored
+# (under nohup, or as a background job of a script) would pass the ignore on to every test process and to the
+# commands they start, and sim leaves an ignored SIGINT ignored on purpose (`sim.jobs.runner`): the tests
+# start from Python's own handler instead.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def games_of(run_dir):
@@ -58,8 +66,6 @@ def signal_handlers_restored():
     exit). Invoked in this process (typer's CliRunner), it would leave every later test here ignoring the
     SIGINT it sends to interrupt a run.
     """
-    import signal
-
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     yield
     for s, handler in handlers.items():
