@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent
+EXAMPLE_PLUGIN = f"{TESTS.parent / 'examples' / 'compiled_policy.py'}:choose"
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
@@ -73,7 +74,7 @@ def signal_handlers_restored():
 
 
 WARM_UP_TASKS = (("planner", ()), ("lookahead", ()), ("oracle", ()), ("train", ("lookahead", "planner")),
-                 ("rollout", ()), ("split", ("oracle",)))
+                 ("rollout", ()), ("split", ("oracle",)), ("plugin", ()))
 """What the suite plays (and `sim train`'s self-play), compiled before the test workers start: (task, the
 tasks it waits for), longest path first, each in a process of its own, two at a time.
 
@@ -83,7 +84,8 @@ the same cache files. Training plays lookahead's and planner's compiled
 code from a compiled function of its own, loading it from the cache they
 have filled, so it waits for both. "split" solves a deal whose search
 splits into subtrees (compiled code of the solver's own, after the
-oracle's). In this order the two processes stay busy: on a 2-core machine
+oracle's). "plugin" compiles the game loop every compiled plugin plays
+through (examples/compiled_policy.py's). In this order the two processes stay busy: on a 2-core machine
 planner then train take about as long as lookahead, the oracle, rollout
 and split."""
 
@@ -97,6 +99,8 @@ if name == "train":
 elif name == "split":
     from sim import deal, solve
     solve(deal(0, 7), node_limit=20_000, split_after=1_000)  # a hard deal: it splits
+elif name == "plugin":
+    warm_up(sys.argv[2])
 else:
     warm_up(name)
 """
@@ -142,7 +146,7 @@ def _warm_up_in_turns(tasks, slots: int) -> None:
             for task in list(waiting):
                 name, needs = task
                 if len(running) < slots and set(needs) <= done:
-                    running[name] = subprocess.Popen([sys.executable, "-c", _WARM_UP, name])
+                    running[name] = subprocess.Popen([sys.executable, "-c", _WARM_UP, name, EXAMPLE_PLUGIN])
                     waiting.remove(task)
             if waiting and not running:
                 raise pytest.UsageError(f"warm-up tasks wait for tasks that never run: {waiting}")

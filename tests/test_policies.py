@@ -362,6 +362,22 @@ def test_a_board_refuses_a_fifth_card_of_a_rank():
         board.place(board.legal_cells()[0], 7)
 
 
+def test_a_new_compiled_plugin_compiles_only_its_own_choose(tmp_path):
+    # Every compiled plugin plays through one game loop that numba caches: a process playing a plugin no process
+    # has played before loads that loop from the cache (a copy of the loop per plugin took seconds to compile).
+    code = ("import sys, sim\nfrom sim.engine import loop\n"
+            "print(sim.play(sim.deal(0, 0), sys.argv[1]).moves)\nprint(dict(loop._plugin_entry().stats.cache_misses))")
+    said = []
+    for name in ("first", "second"):
+        (tmp_path / f"{name}.py").write_text((EXAMPLES / "compiled_policy.py").read_text())
+        r = subprocess.run([sys.executable, "-c", code, f"{tmp_path / name}.py:choose"], capture_output=True,
+                           text=True, timeout=300, cwd=ROOT)
+        assert r.returncode == 0, r.stderr
+        said.append(r.stdout.splitlines())
+    assert said[1][0] == said[0][0] == str(sim.play(sim.deal(0, 0), f"{EXAMPLES / 'compiled_policy.py'}:choose").moves)
+    assert said[1][1] == "{}", "the second plugin's process compiled the plugins' game loop again"
+
+
 def test_a_compiled_plugin_s_faults_in_one_game_are_policy_errors(tmp_path):
     # sim.play and sim.trace say what play_range says: the plugin does not compile, or it raised at a turn.
     plugin = tmp_path / "faulty.py"

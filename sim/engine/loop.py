@@ -7,8 +7,15 @@ entry point below, `_games`, is copied with the policy's ``choose`` as the
 global ``CHOOSE`` and a name of its own (``_games__greedy``), which numba
 caches on disk like any module-level function. Runs, given decks and single
 traced games all call that one copy, so a policy's code is compiled once,
-and a run compiles only the policy it plays. Compiled plugins get the same
-copy, uncached (their source is not ours to track), compiled once per process.
+and a run compiles only the policy it plays.
+
+Compiled plugins (their source is not ours to track) share one loop instead,
+`_plugin_games`, which takes the plugin's ``choose`` as an argument of a
+fixed first-class function type (`CHOOSE_TYPE`). numba caches a function
+with such an argument, so that loop is compiled once per cache, and a plugin
+compiles only its own ``choose``: a fraction of a second where a copy of the
+whole loop took seconds, in every process. The plugin is called through a
+pointer rather than inlined, which costs a few nanoseconds a turn.
 """
 
 import functools
@@ -18,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+from numba import types as nb
+from numba.core.errors import TypingError
 
 from sim import kernels as K
 from sim.engine.results import new_columns
@@ -54,9 +63,10 @@ def _play_into(choose, i, deck, params, rules, seed, game, state, moves, fired, 
 # --- the template: copied once per policy with CHOOSE bound (see the module docstring) ------------
 
 
-def _games(seed, first_game, count, deal, record, params, rules, decks, state, moves, fired,
-           end, cards_played, face_down, piles, score, illegal):
-    """Play games first_game .. first_game+count-1 of `seed` and write their rows.
+@njit(cache=True, inline="always")
+def _games_of(choose, seed, first_game, count, deal, record, params, rules, decks, state, moves, fired,
+              end, cards_played, face_down, piles, score, illegal):
+    """Play games first_game .. first_game+count-1 of `seed` with `choose` and write their rows.
 
     With `deal`, each game's deck is dealt into decks[i] (with `record`) or
     decks[0]; otherwise decks[i] is given. One entry point serves runs,
@@ -74,8 +84,39 @@ def _games(seed, first_game, count, deal, record, params, rules, decks, state, m
         game = first_game + i
         if deal:
             K.deal_into(seed, game, deck)
-        _play_into(CHOOSE, i, deck, params, rules, seed, game, state, moves, fired, rng,
+        _play_into(choose, i, deck, params, rules, seed, game, state, moves, fired, rng,
                    end, cards_played, face_down, piles, score, illegal)
+
+
+def _games(seed, first_game, count, deal, record, params, rules, decks, state, moves, fired,
+           end, cards_played, face_down, piles, score, illegal):
+    """`_games_of` with the policy's choose bound in (see the module docstring)."""
+    _games_of(CHOOSE, seed, first_game, count, deal, record, params, rules, decks, state, moves, fired,
+              end, cards_played, face_down, piles, score, illegal)
+
+
+def _array(dtype, ndim=1):
+    return nb.Array(dtype, ndim, "C")
+
+
+CONTRACT = (_array(nb.int64), _array(nb.int64), nb.uint8, nb.int64, _array(nb.uint64), _array(nb.float64))
+"""The argument types the game loops call a compiled policy with: (state, rules, card, legal, rng, params)."""
+
+CHOOSE_TYPE = nb.FunctionType(nb.int64(*CONTRACT))
+"""A compiled plugin's choose as `_plugin_games` takes it: the contract's arguments, a cell."""
+
+PLUGIN_GAMES = nb.void(CHOOSE_TYPE, nb.uint64, nb.int64, nb.int64, nb.boolean, nb.boolean, _array(nb.float64),
+                       _array(nb.int64), _array(nb.uint8, 2), _array(nb.int64), _array(nb.int64), _array(nb.int64),
+                       _array(nb.uint8), _array(nb.uint8), _array(nb.uint8), _array(nb.uint8), _array(nb.int8),
+                       _array(nb.int64))
+"""`_plugin_games`' one signature: the types `Loops` passes (the columns' are `new_columns`')."""
+
+
+def _plugin_games(choose, seed, first_game, count, deal, record, params, rules, decks, state, moves, fired,
+                  end, cards_played, face_down, piles, score, illegal):
+    """`_games_of` for every compiled plugin: `choose` is an argument (see the module docstring)."""
+    _games_of(choose, seed, first_game, count, deal, record, params, rules, decks, state, moves, fired,
+              end, cards_played, face_down, piles, score, illegal)
 
 
 def _turn_arrays():
@@ -126,14 +167,49 @@ def builtin_loops(module: str) -> Loops:
     return _loops(choose, module.rpartition(".")[2], cache=True)
 
 
-_PLUGIN_LOOPS: dict[object, Loops] = {}
+@functools.cache
+def _plugin_entry():
+    """`_plugin_games`, compiled (or loaded from numba's cache) on the first plugin a process plays."""
+    return njit(PLUGIN_GAMES, cache=True)(_plugin_games)
+
+
+def plugin_games_uncompiled():
+    """`_plugin_games` jitted but not compiled: what asks numba's cache whether it holds the plugins' loop."""
+    return njit(cache=True)(_plugin_games)
+
+
+def _compile_choose(choose) -> None:
+    """Compile a plugin's `choose` for the contract's arguments, refusing what does not return a cell.
+
+    Raises numba's TypingError for what does not fit, so that callers catch one kind of error and ask
+    `sim.players.plugins.contract_problem` why.
+    """
+    if not choose._can_compile:  # explicit signatures: the call converts the arguments, or says why not
+        return
+    try:
+        choose.compile(CONTRACT)
+    except TypeError as e:  # numba's "Signature mismatch": another number of arguments
+        raise TypingError(str(e)) from None
+    returned = choose.overloads[CONTRACT].signature.return_type
+    if not isinstance(returned, nb.Integer) or isinstance(returned, nb.Boolean):
+        raise TypingError(f"a policy returns a cell (an integer 0..48), not {returned}")
+
+
+@dataclass(frozen=True)
+class _PluginGames:
+    """`_plugin_games` with a plugin's `choose`, compiled on the first call as a built-in's loop is."""
+
+    choose: object
+    """The plugin's jitted choose."""
+
+    def __call__(self, *args):
+        _compile_choose(self.choose)  # a lookup once compiled
+        _plugin_entry()(self.choose, *args)
 
 
 def plugin_loops(choose) -> Loops:
-    """The loops of a compiled plugin's jitted `choose`: compiled once per process, never cached on disk."""
-    if choose not in _PLUGIN_LOOPS:
-        _PLUGIN_LOOPS[choose] = _loops(choose, "plugin", cache=False)
-    return _PLUGIN_LOOPS[choose]
+    """The loops of a compiled plugin's jitted `choose`: the plugin compiled once per process, the loop cached."""
+    return Loops(_PluginGames(choose))
 
 
 # --- the solver's lines -------------------------------------------------------------------------

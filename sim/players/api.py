@@ -220,13 +220,17 @@ def to_compile(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded:
     """What `warm_up` with these arguments would compile, saying how often (e.g. "the engine for greedy (first
     run only)"), or None when all is cached.
 
-    A compiled plugin's loop is never cached on disk, so it is always named.
+    A compiled plugin is never cached on disk, so it is always named; the game loop all compiled plugins play
+    through is, once.
     """
     from sim.engine.cards import deal_batch
 
     spec = resolve(policy, policy_args)
     if spec.kind == "compiled":
-        return f"the game loop of the plugin {spec.name} (every run: a plugin's loop is not cached)"
+        from sim.engine.loop import plugin_games_uncompiled
+
+        said = f"the plugin {spec.name} (every run: a plugin is not cached)"
+        return said if in_cache(plugin_games_uncompiled()) else f"{said} and the plugins' game loop (first run only)"
     needed = [deal_batch]
     if spec.kind == "oracle":
         from sim.engine.loop import play_line

@@ -3,9 +3,10 @@
 Two kinds share one contract (see policies/__init__.py):
 
 - **compiled**: a numba-jitted ``choose(state, rules, card, legal, rng, params)``.
-  It runs inside the engine's compiled game loop (`sim.engine.loop.plugin_loops`),
-  which is not cached on disk for a plugin, so the main process compiles it
-  once per run (a few seconds) and forked workers inherit it.
+  It runs inside the engine's compiled game loop for plugins
+  (`sim.engine.loop.plugin_loops`), which numba caches on disk; only the
+  plugin's own code is compiled, once per run in the main process, and forked
+  workers inherit it.
 - **plain Python**: a function ``choose(position, card) -> cell``, or a class
   whose instances have that ``choose`` method (constructed with the
   ``--policy-arg`` values as keyword arguments, strings). It runs through a
@@ -39,7 +40,7 @@ from numba.core.registry import CPUDispatcher
 import policies
 from sim import kernels as K
 from sim.engine.board import Board
-from sim.engine.loop import plugin_loops
+from sim.engine.loop import CONTRACT, plugin_loops
 from sim.engine.results import GameTrace, PolicyError, illegal_move_error
 from sim.engine.rules import Rules
 
@@ -643,12 +644,6 @@ def _play_python(spec: PolicySpec, decks: np.ndarray, seed: int, first_game: int
         cols["face_down"][i], cols["piles"][i] = g.state[K.FACE_DOWN_COUNT], g.state[K.PILES]
         cols["score"][i] = K.DECK_SIZE - g.cards_played if g.end == K.END_WIN else -1
         cols["illegal"][i] = -1
-
-
-_ARRAY = {t: types.Array(t, 1, "C") for t in (types.int64, types.uint64, types.float64)}
-CONTRACT = (_ARRAY[types.int64], _ARRAY[types.int64], types.uint8, types.int64, _ARRAY[types.uint64],
-            _ARRAY[types.float64])
-"""The argument types the game loops call a compiled policy with: (state, rules, card, legal, rng, params)."""
 
 
 def contract_problem(choose, error: Exception) -> str:
