@@ -378,6 +378,20 @@ def test_a_new_compiled_plugin_compiles_only_its_own_choose(tmp_path):
     assert said[1][1] == "{}", "the second plugin's process compiled the plugins' game loop again"
 
 
+def test_a_compiled_plugin_may_declare_a_signature_of_its_own(tmp_path):
+    # The loop passes the contract's types (a uint8 card, say) and takes an int64 cell; a plugin declaring other
+    # integer types gets its arguments and its cell converted, as by any compiled call.
+    plugin = tmp_path / "declared.py"
+    body = "    c = 0\n    while not (legal >> c) & 1:\n        c += 1\n    return c\n"
+    plugin.write_text("from numba import njit\n\n"
+                      '@njit("int32(int64[::1], int64[::1], int64, int64, uint64[::1], float64[::1])")\n'
+                      f"def declared(state, rules, card, legal, rng, params):\n{body}\n"
+                      f"def lowest(position, card):\n    return min(position.legal_cells())\n")
+    for game in range(3):
+        deck = sim.deal(0, game)
+        assert sim.play(deck, f"{plugin}:declared").moves == sim.play(deck, f"{plugin}:lowest").moves
+
+
 def test_a_compiled_plugin_s_faults_in_one_game_are_policy_errors(tmp_path):
     # sim.play and sim.trace say what play_range says: the plugin does not compile, or it raised at a turn.
     plugin = tmp_path / "faulty.py"

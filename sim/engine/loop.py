@@ -178,21 +178,36 @@ def plugin_games_uncompiled():
     return njit(cache=True)(_plugin_games)
 
 
-def _compile_choose(choose) -> None:
-    """Compile a plugin's `choose` for the contract's arguments, refusing what does not return a cell.
+def _returned(state, rules, card, legal, rng, params):
+    """Template: what the plugin bound as CHOOSE returns (`_as_cell` checks its type)."""
+    return CHOOSE(state, rules, card, legal, rng, params)
 
-    Raises numba's TypingError for what does not fit, so that callers catch one kind of error and ask
+
+def _cell(state, rules, card, legal, rng, params):
+    """Template: the plugin bound as CHOOSE, its cell as an int64 (what `_plugin_games` calls through CHOOSE_TYPE)."""
+    return np.int64(CHOOSE(state, rules, card, legal, rng, params))
+
+
+@functools.cache
+def _as_cell(choose):
+    """A plugin's `choose` compiled for the contract's arguments, returning an int64 cell (CHOOSE_TYPE).
+
+    numba converts the arguments as any compiled call does (a plugin may declare a signature of its own) and
+    the cell is converted to int64, so that any integer type fits. Raises numba's TypingError for what does
+    not fit, a returned type that is not an integer included, so that callers catch one kind of error and ask
     `sim.players.plugins.contract_problem` why.
     """
-    if not choose._can_compile:  # explicit signatures: the call converts the arguments, or says why not
-        return
+    returned = _bind(_returned, choose, "plugin", cache=False)
     try:
-        choose.compile(CONTRACT)
+        returned.compile(CONTRACT)
     except TypeError as e:  # numba's "Signature mismatch": another number of arguments
         raise TypingError(str(e)) from None
-    returned = choose.overloads[CONTRACT].signature.return_type
-    if not isinstance(returned, nb.Integer) or isinstance(returned, nb.Boolean):
-        raise TypingError(f"a policy returns a cell (an integer 0..48), not {returned}")
+    kind = returned.overloads[CONTRACT].signature.return_type
+    if not isinstance(kind, nb.Integer) or isinstance(kind, nb.Boolean):
+        raise TypingError(f"a policy returns a cell (an integer 0..48), not {kind}")
+    cell = _bind(_cell, choose, "plugin", cache=False)
+    cell.compile(CONTRACT)
+    return cell
 
 
 @dataclass(frozen=True)
@@ -203,8 +218,7 @@ class _PluginGames:
     """The plugin's jitted choose."""
 
     def __call__(self, *args):
-        _compile_choose(self.choose)  # a lookup once compiled
-        _plugin_entry()(self.choose, *args)
+        _plugin_entry()(_as_cell(self.choose), *args)
 
 
 def plugin_loops(choose) -> Loops:
