@@ -2,7 +2,8 @@
 
 Every game runs `sim.kernels.play_turns`, the one turn loop, with the
 policy's ``choose`` bound in. numba cannot cache a compiled function that
-takes another one as an argument, nor a closure; so for each policy the
+takes a jitted function as an argument (each is a type of its own), nor a
+closure; so for each policy the
 entry point below, `_games`, is copied with the policy's ``choose`` as the
 global ``CHOOSE`` and a name of its own (``_games__greedy``), which numba
 caches on disk like any module-level function. Runs, given decks and single
@@ -13,9 +14,13 @@ Compiled plugins (their source is not ours to track) share one loop instead,
 `_plugin_games`, which takes the plugin's ``choose`` as an argument of a
 fixed first-class function type (`CHOOSE_TYPE`). numba caches a function
 with such an argument, so that loop is compiled once per cache, and a plugin
-compiles only its own ``choose``: a fraction of a second where a copy of the
-whole loop took seconds, in every process. The plugin is called through a
-pointer rather than inlined, which costs a few nanoseconds a turn.
+compiles only its own ``choose`` (through `_as_cell`, which converts its
+cell to that type): a fraction of a second where a copy of the whole loop
+took seconds, in every run. The plugin is called through a pointer rather
+than inlined, a few nanoseconds a turn: examples/compiled_policy.py, about
+the cheapest policy there is, plays at 0.92x to 0.95x the games/s it had
+inlined, so a run of it would need some 90 million games on one core to
+lose the seconds each run saves.
 """
 
 import functools
