@@ -18,9 +18,9 @@ compiles only its own ``choose`` (through `_as_cell`, which converts its
 cell to that type): a fraction of a second where a copy of the whole loop
 took seconds, in every run. The plugin is called through a pointer rather
 than inlined, a few nanoseconds a turn: examples/compiled_policy.py, about
-the cheapest policy there is, plays at 0.92x to 0.95x the games/s it had
-inlined, so a run of it would need some 90 million games on one core to
-lose the seconds each run saves.
+the cheapest policy there is, plays at 0.91x to 1.03x the games/s it had
+inlined (benchmarks/README.md), so a run of it would need tens of millions
+of games on one core to lose the seconds each run saves.
 """
 
 import functools
