@@ -101,7 +101,13 @@ def _games(seed, first_game, count, deal, record, params, rules, decks, state, m
 
 
 def _array(dtype, ndim=1):
+    """numba's type of a C-contiguous array, as the loops pass them."""
     return nb.Array(dtype, ndim, "C")
+
+
+def is_cell_type(kind) -> bool:
+    """Is `kind` (a numba type) one a policy may return as its cell: an integer, not a bool?"""
+    return isinstance(kind, nb.Integer) and not isinstance(kind, nb.Boolean)
 
 
 CONTRACT = (_array(nb.int64), _array(nb.int64), nb.uint8, nb.int64, _array(nb.uint64), _array(nb.float64))
@@ -208,7 +214,7 @@ def _as_cell(choose):
     except TypeError as e:  # numba's "Signature mismatch": another number of arguments
         raise TypingError(str(e)) from None
     kind = returned.overloads[CONTRACT].signature.return_type
-    if not isinstance(kind, nb.Integer) or isinstance(kind, nb.Boolean):
+    if not is_cell_type(kind):
         raise TypingError(f"a policy returns a cell (an integer 0..48), not {kind}")
     cell = _bind(_cell, choose, "plugin", cache=False)
     cell.compile(CONTRACT)

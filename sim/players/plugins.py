@@ -33,14 +33,13 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import numpy as np
-from numba import types
 from numba.core.errors import NumbaError
 from numba.core.registry import CPUDispatcher
 
 import policies
 from sim import kernels as K
 from sim.engine.board import Board
-from sim.engine.loop import CONTRACT, plugin_loops
+from sim.engine.loop import CONTRACT, is_cell_type, plugin_loops
 from sim.engine.results import GameTrace, PolicyError, illegal_move_error
 from sim.engine.rules import Rules
 
@@ -662,7 +661,7 @@ def contract_problem(choose, error: Exception) -> str:
         return numba_reason(e)
     except Exception:  # compiling refused (explicit signatures): the loop's error is all there is
         return numba_reason(error)
-    if not isinstance(returned, types.Integer) or isinstance(returned, types.Boolean):
+    if not is_cell_type(returned):
         return f"it returns {returned}, not a cell (an integer 0..48)"
     return numba_reason(error)
 
