@@ -203,8 +203,8 @@ def _cell(state, rules, card, legal, rng, params):
 def _as_cell(choose):
     """A plugin's `choose` compiled for the contract's arguments, returning an int64 cell (CHOOSE_TYPE).
 
-    numba converts the arguments as any compiled call does (a plugin may declare a signature of its own) and
-    the cell is converted to int64, so that any integer type fits. Raises numba's TypingError for what does
+    numba converts the arguments as any compiled call does (a plugin may declare a signature of its own), and
+    a cell of another integer type is converted to int64 (`_cell`), so that any integer type fits. Raises numba's TypingError for what does
     not fit, a returned type that is not an integer included, so that callers catch one kind of error and ask
     `sim.players.plugins.contract_problem` why.
     """
@@ -216,6 +216,8 @@ def _as_cell(choose):
     kind = returned.overloads[CONTRACT].signature.return_type
     if not is_cell_type(kind):
         raise TypingError(f"a policy returns a cell (an integer 0..48), not {kind}")
+    if kind == nb.int64:  # CHOOSE_TYPE already (the usual case): no second compile, a tenth of a second
+        return returned
     cell = _bind(_cell, choose, "plugin", cache=False)
     cell.compile(CONTRACT)
     return cell
