@@ -362,6 +362,40 @@ def test_a_board_refuses_a_fifth_card_of_a_rank():
         board.place(board.legal_cells()[0], 7)
 
 
+def test_a_builtin_s_choose_compiles_on_its_own_before_its_loop():
+    # numba compiles planner's choose far faster alone than nested in its loop's compile, so a loop not yet
+    # compiled in this process has its choose compiled (or loaded) first; a compiled loop, or a choose the loop
+    # inlines (greedy's), is left alone.
+    from sim import kernels as K
+    from sim.engine.loop import CONTRACT, Loops, builtin_loops
+    from sim.engine.results import new_columns
+
+    assert builtin_loops("policies.planner").choose is policies.planner.choose
+    assert builtin_loops("policies.greedy").choose is None
+    calls = []
+
+    class Jitted:
+        def __init__(self, name):
+            self.name, self.overloads = name, {}
+
+        def compile(self, sig):
+            calls.append((self.name, sig))
+            self.overloads[sig] = True
+
+        def __call__(self, *args):
+            calls.append((self.name, "call"))
+            self.overloads["loop"] = True
+
+    loops = Loops(Jitted("loop"), Jitted("choose"))
+    deck = np.zeros((1, K.DECK_SIZE), np.uint8)
+    loops.deck_batch(deck, 0, 0, np.zeros(0), sim.Rules().as_array(), *new_columns(1).values())
+    loops.deck_batch(deck, 0, 0, np.zeros(0), sim.Rules().as_array(), *new_columns(1).values())
+    assert calls == [("choose", CONTRACT), ("loop", "call"), ("loop", "call")]
+    calls.clear()
+    Loops(Jitted("loop")).deck_batch(deck, 0, 0, np.zeros(0), sim.Rules().as_array(), *new_columns(1).values())
+    assert calls == [("loop", "call")]
+
+
 def test_a_new_compiled_plugin_compiles_only_its_own_choose(tmp_path):
     # Every compiled plugin plays through one game loop that numba caches: a process playing a plugin no process
     # has played before loads that loop from the cache (a copy of the loop per plugin took seconds to compile).

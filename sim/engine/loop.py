@@ -142,20 +142,35 @@ class Loops:
 
     games: object
     """`_games` with the policy bound: the one compiled entry point."""
+    choose: object = None
+    """A built-in's jitted choose, compiled on its own before `games` is compiled (see `_play`); None for a
+    plugin and for a choose the loop inlines."""
 
     def seeded_batch(self, seed, first_game, count, params, rules, record, decks, *columns):
         """Deal and play games first_game .. first_game+count-1 of `seed` (decks kept when `record`)."""
-        self.games(seed, first_game, count, True, bool(record), params, rules, decks, *_turn_arrays(), *columns)
+        self._play(seed, first_game, count, True, bool(record), params, rules, decks, *_turn_arrays(), *columns)
 
     def deck_batch(self, decks, seed, first_game, params, rules, *columns):
         """Play given decks; row i is game first_game + i (for the policy's stream)."""
-        self.games(seed, first_game, decks.shape[0], False, False, params, rules, decks, *_turn_arrays(), *columns)
+        self._play(seed, first_game, decks.shape[0], False, False, params, rules, decks, *_turn_arrays(), *columns)
 
     def one_game(self, deck, seed, game, params, rules, state, moves, fired):
         """One game of a given deck, keeping every turn's cell and fired checks: (end code, cards played)."""
         cols = new_columns(1)  # the dtypes of a batch's columns: the same compiled specialisation
-        self.games(seed, game, 1, False, False, params, rules, deck.reshape(1, -1), state, moves, fired, *cols.values())
+        self._play(seed, game, 1, False, False, params, rules, deck.reshape(1, -1), state, moves, fired, *cols.values())
         return int(cols["end"][0]), int(cols["cards_played"][0])
+
+    def _play(self, *args):
+        """`games(*args)`, the policy's choose compiled (or loaded from the cache) first when the loop is not
+        compiled in this process yet.
+
+        numba compiles planner's choose much faster on its own than inside the compile of the loop that
+        calls it: its first run compiled in 30 to 38 s instead of 45 to 50 (benchmarks/README.md). The loop
+        then links the compiled choose; its machine code is the same, instruction for instruction.
+        """
+        if self.choose is not None and not getattr(self.games, "overloads", True):
+            self.choose.compile(CONTRACT)
+        self.games(*args)
 
 
 def _bind(template, choose, suffix: str, cache: bool):
@@ -167,15 +182,12 @@ def _bind(template, choose, suffix: str, cache: bool):
     return njit(cache=cache)(fn)
 
 
-def _loops(choose, suffix: str, cache: bool) -> Loops:
-    return Loops(_bind(_games, choose, suffix, cache))
-
-
 @functools.cache
 def builtin_loops(module: str) -> Loops:
     """The loop of the built-in policy in `module` (e.g. "policies.greedy"), cached on disk."""
     choose = importlib.import_module(module).choose
-    return _loops(choose, module.rpartition(".")[2], cache=True)
+    games = _bind(_games, choose, module.rpartition(".")[2], cache=True)
+    return Loops(games, None if choose.targetoptions.get("inline") == "always" else choose)
 
 
 @functools.cache
