@@ -1,5 +1,6 @@
 """Runs on a Dask cluster: a LocalCluster started here, rows compared with local runs."""
 
+import asyncio
 import json
 import threading
 import time
@@ -269,7 +270,8 @@ def test_runs_sharing_a_cluster_each_write_only_their_own_log_lines(cluster, tmp
 
 
 _WARM_UPS = []
-"""Where each warm-up of `_record_warm_up` ran: a worker's address, or "up front" (through Client.run)."""
+"""Where each warm-up of `_record_warm_up` ran: (a worker's address, chunks played by then, whether in the
+worker's event loop thread)."""
 _SEEN = []
 """Per chunk of `_chunk_seeing_warm_ups`: (its worker's address, warm-ups on that worker so far)."""
 _LATE = threading.Event()
@@ -279,16 +281,19 @@ _START = {}
 
 
 def _record_warm_up():
+    worker = distributed.get_worker()  # a ValueError outside a task (Client.run, on the event loop)
     try:
-        _WARM_UPS.append(distributed.get_worker().address)
-    except ValueError:  # Client.run: outside a task
-        _WARM_UPS.append("up front")
+        asyncio.get_running_loop()  # the worker's event loop runs in this thread
+        on_loop = True
+    except RuntimeError:
+        on_loop = False
+    _WARM_UPS.append((worker.address, len(_SEEN), on_loop))
 
 
 def _chunk_seeing_warm_ups(payload):
     """A chunk that notes the warm-ups its worker had, the first worker's holding on until a late one played."""
     where = distributed.get_worker().address
-    _SEEN.append((where, _WARM_UPS.count(where)))
+    _SEEN.append((where, sum(w == where for w, _, _ in _WARM_UPS)))
     if where != _START["address"]:
         _LATE.set()
     elif _START.get("scaled"):
@@ -315,10 +320,12 @@ def test_a_worker_that_joins_during_a_run_warms_up_before_its_first_chunk():
         late = {w for w, _ in _SEEN} - {_START["address"]}
     assert sorted(done) == list(range(8))
     assert late, "a worker that joined during the run should have played a chunk"
-    assert _WARM_UPS.count("up front") == 1  # the worker there at the start, before any chunk
+    warmed = [w for w, _, _ in _WARM_UPS]
+    assert _WARM_UPS[0][:2] == (_START["address"], 0)  # the worker there at the start, before any chunk
     assert len(_WARM_UPS) == 1 + len(late), _WARM_UPS  # and not again on its first chunk
-    assert all(_WARM_UPS.count(w) == 1 for w in late), _WARM_UPS  # once each, whenever it joined
-    assert all(warmed == 1 for w, warmed in _SEEN if w in late), _SEEN  # already on its first chunk
+    assert all(warmed.count(w) == 1 for w in late), _WARM_UPS  # once each, whenever it joined
+    assert all(n == 1 for w, n in _SEEN if w in late), _SEEN  # already on its first chunk
+    assert not any(on_loop for _, _, on_loop in _WARM_UPS), _WARM_UPS  # a task's thread: heartbeats go on
 
 
 _WARM_UP_IN_TURN = """

@@ -228,9 +228,12 @@ def _warm_worker(warm: Callable, run_id: str, worker_id: str) -> None:
             _WARMED.setdefault(worker_id, set()).add(run_id)
 
 
-def _warm_up_front(warm: Callable, run_id: str, dask_worker) -> None:
-    """`_warm_worker` through `Client.run`, which gives the worker as `dask_worker`."""
-    _warm_worker(warm, run_id, dask_worker.id)
+def _warm_up_front(warm: Callable, run_id: str) -> None:
+    """`_warm_worker` as a task asked of one worker: it runs in the worker's thread, as a chunk does, so that a
+    compile of tens of seconds never stalls the worker's event loop (its heartbeats to the scheduler)."""
+    from distributed import get_worker
+
+    _warm_worker(warm, run_id, get_worker().id)
 
 
 def _chunk_in_run(fn: Callable, run: tuple, warm: Callable | None, payload):
@@ -296,7 +299,9 @@ def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | Non
         run = _forward_logs(client)
         if warm is not None:
             for address in workers:
-                client.run(_warm_up_front, warm, run[0], workers=[address])
+                # Another worker takes it only if this one has gone: a second warm-up there returns at once.
+                client.submit(_warm_up_front, warm, run[0], workers=[address], allow_other_workers=True,
+                              pure=False).result()
         task = functools.partial(_chunk_in_run, fn, run, warm)
         todo = Feed(tasks)
         pending = as_completed(loop=client.loop)
