@@ -90,7 +90,7 @@ def choose(state, rules, card, legal, rng, params):
         n_cells += 1
     wins = np.zeros(n_cells, np.int64)
     outcome = np.zeros(n_cells)
-    order = np.empty(DECK_SIZE, np.int64)
+    order = np.empty(DECK_SIZE, np.uint8)  # the cards of a deck, as a run deals them: the base's compiled choose
     sim_state = np.empty(STATE_SIZE, np.int64)
     playout_rng = np.empty(1, np.uint64)
     moves = np.empty(DECK_SIZE, np.int64)
