@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import sim
 from sim.cli import app
-from sim.errors import UsageError
+from sim.errors import RunError, UsageError
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 cli = CliRunner()
@@ -102,6 +102,25 @@ def test_load_reads_only_verified_parts_and_refuses_mixed_kinds(two_runs, tmp_pa
         sim.load([greedy, solved])
     with pytest.raises(UsageError, match="not a run directory"):
         sim.load(tmp_path)
+
+
+def test_load_reads_the_bytes_it_verified_whenever_it_is_collected(two_runs, tmp_path):
+    # A LazyFrame may be collected long after `load`: a part replaced meanwhile (here by a copy of another
+    # run's part of the same games, valid Parquet) is an error, never rows; the parts still read lazily, by
+    # column and only as far as asked.
+    greedy, _ = two_runs
+    lf = sim.load(greedy)
+    assert lf.select("won").collect().columns == ["won"]
+    assert lf.head(1000).collect().equals(parts_of(greedy).head(1000))
+    assert lf.filter(pl.col("game") >= 1400).collect().sort("game").equals(parts_of(greedy).slice(1400))
+    other = tmp_path / "other"
+    sim.run(sim.RunConfig(n=2000, policy="random"), out=other, workers=1, chunk_size=700)
+    part = sorted((greedy / "games").glob("*.parquet"))[1]
+    part.write_bytes((other / "games" / part.name).read_bytes())
+    with pytest.raises(RunError, match="changed after it was verified"):
+        lf.collect()
+    with pytest.raises(RunError, match="not the part this run wrote"):
+        sim.load(greedy)
 
 
 # --- sim ls -------------------------------------------------------------------------------------------

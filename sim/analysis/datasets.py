@@ -1,7 +1,8 @@
 """Runs as a dataset: the games of one or more runs as one polars LazyFrame (`sim.load`), and the runs in a folder (`sim ls`).
 
-Only a run's verified parts are read (`sim.jobs.runner.run_parts`: the
-parts its manifest lists, each checked to hold exactly its games), so an
+Only a run's verified parts are read (`sim.jobs.runner.checked_parts`: the
+parts its manifest lists, each checked to hold exactly its games, and read
+from the bytes that were checked), so an
 interrupted run gives the games it has finished and a stray file in
 ``games/`` is never mixed in.
 """
@@ -15,13 +16,14 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from polars.io.plugins import register_io_source
 
 from sim.analysis.tables import Table, fmt_int, fmt_pct, pct_digits, policy_text, rules_text
 from sim.engine.results import games_table
 from sim.engine.rules import Rules
 from sim.jobs.runner import (
     FORMAT, FORMAT_VERSION, MANIFEST, RunError, UsageError, checked_parts, is_manifest, manifest_problem, part_bytes,
-    read_manifest, run_parts, short_listing, writer_pid,
+    read_manifest, short_listing, writer_pid,
 )
 from sim.jobs.solve import solve_frame
 from sim.solver.solver import SAT_CONFLICTS, default_split_after
@@ -50,11 +52,32 @@ def _empty(kind: str) -> pl.DataFrame:
 
 
 def _scan(run_dir: Path, m: dict) -> pl.LazyFrame:
-    """The verified parts of one run, lazily."""
-    parts = run_parts(run_dir, m)
+    """The verified parts of one run, lazily: each part's rows are parsed from bytes whose SHA-256 is the one
+    checked (`part_bytes`) whenever the frame is collected, so that a part replaced after `load` is an error,
+    never rows; one part at a time, only the columns asked for."""
+    parts = checked_parts(run_dir, m)
     if m.get("status") != "complete":
         log.warning("%s is %s: only its finished parts are read", run_dir, m.get("status"))
-    return pl.scan_parquet(parts) if parts else _empty(m.get("kind", "run")).lazy()
+    if not parts:
+        return _empty(m.get("kind", "run")).lazy()
+    first, digest = next(iter(parts.items()))
+    schema = pl.read_parquet_schema(part_bytes(first, digest))  # every part of a run has its first's columns
+
+    def verified_parts(with_columns, predicate, n_rows, batch_size):
+        left = n_rows
+        for path, sha256 in parts.items():
+            if left is not None and left <= 0:
+                return
+            frame = pl.read_parquet(part_bytes(path, sha256), columns=with_columns)
+            if predicate is not None:
+                frame = frame.filter(predicate)
+            if left is not None:
+                frame = frame.head(left)
+                left -= frame.height
+            yield frame
+
+    return register_io_source(verified_parts, schema=schema, explain_name="verified parts of a run",
+                              explain_detail=str(run_dir))
 
 
 def _settings(name: str, m: dict) -> list[pl.Expr]:
