@@ -8,6 +8,7 @@ resumed run has exactly the rows of an uninterrupted one.
 """
 
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -1124,25 +1125,29 @@ def test_a_failed_final_manifest_write_fails_the_run(tmp_path, monkeypatch):
     assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
 
 
-def test_a_full_disk_while_polars_writes_a_part_names_the_part_and_says_how_to_resume(tmp_path, monkeypatch):
-    # polars reports a failed write with its own exception, not an OSError.
-    real, calls = pl.DataFrame.write_parquet, []
+def test_a_full_disk_while_a_part_is_written_names_the_part_and_says_how_to_resume(tmp_path, monkeypatch):
+    # A part is made in memory (its SHA-256 is of the bytes written) and written by Python: a full disk is an
+    # OSError half-way through the file.
+    real, calls = Path.write_bytes, []
 
-    def full(self, file, **kw):
-        calls.append(file)
+    def full(self, data):
+        calls.append(self)
         if len(calls) == 2:
-            Path(file).write_bytes(b"PAR1 half")
-            raise pl.exceptions.ComputeError("parquet: File out of specification: underlying IO error: "
-                                             "No space left on device (os error 28)")
-        return real(self, file, **kw)
+            real(self, data[:10])
+            raise OSError(28, "No space left on device")
+        return real(self, data)
 
-    monkeypatch.setattr(pl.DataFrame, "write_parquet", full)
+    monkeypatch.setattr(Path, "write_bytes", full)
     out = tmp_path / "r"
     with pytest.raises(runner.RunError) as caught:
         sim.run(sim.RunConfig(n=400), out=out, workers=1, chunk_size=100)
-    assert str(caught.value) == (f"cannot write {out / 'games' / 'part-00001.parquet'}: No space left on device "
-                                 f"(os error 28). The run is resumable: sim run --resume {out}")
+    monkeypatch.undo()
+    assert str(caught.value) == (f"cannot write {out / 'games' / 'part-00001.parquet'}: No space left on device. "
+                                 f"The run is resumable: sim run --resume {out}")
     assert sorted(p.name for p in (out / "games").iterdir()) == ["part-00000.parquet"]  # no half-written file
+    m = json.loads((out / "manifest.json").read_text())
+    part = out / "games" / "part-00000.parquet"
+    assert m["part_info"]["part-00000.parquet"]["sha256"] == hashlib.sha256(part.read_bytes()).hexdigest()
     monkeypatch.undo()
     sim.resume(out, workers=1)
     assert games_of(out).equals(reference_rows(tmp_path, n=400))

@@ -599,6 +599,13 @@ def part_bytes(path: Path, sha256: str) -> io.BytesIO:
     return io.BytesIO(data)
 
 
+def parquet_bytes(frame, metadata: dict) -> bytes:
+    """A part's Parquet file, made in memory: its SHA-256 is taken of exactly the bytes that go to disk."""
+    buf = io.BytesIO()
+    frame.write_parquet(buf, metadata=metadata)
+    return buf.getvalue()
+
+
 def short_listing(m: dict, parts) -> tuple[int, int] | None:
     """(parts listed, parts of the run) when a manifest says complete but lists fewer `parts` than its run
     has (a resume lists the rest, each verified); None otherwise."""
@@ -937,16 +944,12 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
                 frame = job.frame(cols)
                 path = games_dir / name
                 meta = {**about, "foursquare_sim.part": str(k)}
+                data = parquet_bytes(frame, meta)
+                digest = hashlib.sha256(data).hexdigest()  # of the bytes written, not read back from the file
                 try:
-                    write_atomic(path, lambda tmp: frame.write_parquet(tmp, metadata=meta))
-                    digest = file_sha256(path)
+                    write_atomic(path, lambda tmp: Path(tmp).write_bytes(data))
                 except OSError as e:
                     raise RunError(f"cannot write {path}: {e.strerror or e}") from None
-                except Exception as e:  # polars' own error for a failed write (a full disk), not an OSError
-                    if not type(e).__module__.startswith("polars"):
-                        raise
-                    reason = str(e).rpartition("underlying IO error: ")[2].strip() or str(e)
-                    raise RunError(f"cannot write {path}: {reason}") from None
                 rows, first, last = _expected(k, config.n, p.chunk_size)
                 p.parts[name] = {"rows": frame.height, "first": first, "last": last, "sha256": digest}
                 if replaced[0] == "aside":  # the new run has a part: the run it replaces goes
