@@ -113,6 +113,8 @@ def test_load_reads_the_bytes_it_verified_whenever_it_is_collected(two_runs, tmp
     assert lf.select("won").collect().columns == ["won"]
     assert lf.head(1000).collect().equals(parts_of(greedy).head(1000))
     assert lf.filter(pl.col("game") >= 1400).collect().sort("game").equals(parts_of(greedy).slice(1400))
+    late_wins = lf.filter(pl.col("game") >= 1400).select("won").collect()  # filtered on a column it drops
+    assert late_wins.columns == ["won"] and late_wins["won"].sum() == parts_of(greedy).slice(1400)["won"].sum()
     other = tmp_path / "other"
     sim.run(sim.RunConfig(n=2000, policy="random"), out=other, workers=1, chunk_size=700)
     part = sorted((greedy / "games").glob("*.parquet"))[1]

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # (distribution, text in sim/ or policies/ that shows the need, first release that has it, why)
 NEEDS = [
     ("polars", "pl.read_parquet_metadata(", "1.30", "reads a part's key-value metadata: new in polars 1.30"),
-    ("polars", "write_parquet(tmp, metadata=", "1.30", "writes a part's key-value metadata: new in polars 1.30"),
+    ("polars", "write_parquet(buf, metadata=", "1.30", "writes a part's key-value metadata: new in polars 1.30"),
     ("polars", 'collect(engine="streaming")', "1.23", "the streaming engine by that name"),
     ("typer", "get_help_record(ctx)", "0.16",
      "help formatting: typer before 0.16 raises with click 8.2 and later (Parameter.make_metavar() needs ctx)"),

@@ -64,20 +64,25 @@ def _scan(run_dir: Path, m: dict) -> pl.LazyFrame:
     schema = pl.read_parquet_schema(part_bytes(first, digest))  # every part of a run has its first's columns
 
     def verified_parts(with_columns, predicate, n_rows, batch_size):
+        # The predicate may name columns the query does not keep: they are read, filtered on, then dropped.
+        columns = with_columns
+        if with_columns is not None and predicate is not None:
+            columns = list(dict.fromkeys([*with_columns, *predicate.meta.root_names()]))
         left = n_rows
         for path, sha256 in parts.items():
             if left is not None and left <= 0:
                 return
-            frame = pl.read_parquet(part_bytes(path, sha256), columns=with_columns)
+            frame = pl.read_parquet(part_bytes(path, sha256), columns=columns)
             if predicate is not None:
                 frame = frame.filter(predicate)
+            if with_columns is not None:
+                frame = frame.select(with_columns)
             if left is not None:
                 frame = frame.head(left)
                 left -= frame.height
             yield frame
 
-    return register_io_source(verified_parts, schema=schema, explain_name="verified parts of a run",
-                              explain_detail=str(run_dir))
+    return register_io_source(verified_parts, schema=schema)
 
 
 def _settings(name: str, m: dict) -> list[pl.Expr]:
