@@ -54,7 +54,7 @@ def _empty(kind: str) -> pl.DataFrame:
 def _scan(run_dir: Path, m: dict) -> pl.LazyFrame:
     """The verified parts of one run, lazily: each part's rows are parsed from bytes whose SHA-256 is the one
     checked (`part_bytes`) whenever the frame is collected, so that a part replaced after `load` is an error,
-    never rows; one part at a time, only the columns asked for."""
+    never rows; one part at a time, only the columns the query uses."""
     parts = checked_parts(run_dir, m)
     if m.get("status") != "complete":
         log.warning("%s is %s: only its finished parts are read", run_dir, m.get("status"))
