@@ -168,7 +168,7 @@ class Loops:
         calls it: its first run compiled in 30 to 38 s instead of 45 to 50 (benchmarks/README.md). The loop
         then links the compiled choose; its machine code is the same, instruction for instruction.
         """
-        if self.choose is not None and not getattr(self.games, "overloads", True):
+        if self.choose is not None and not self.games.overloads:  # a built-in's: games is its dispatcher
             self.choose.compile(CONTRACT)
         self.games(*args)
 

@@ -228,9 +228,9 @@ def _warm_worker(warm: Callable, run_id: str, worker_id: str) -> None:
             _WARMED.setdefault(worker_id, set()).add(run_id)
 
 
-def _warm_up_front(warm: Callable, run_id: str) -> None:
-    """`_warm_worker` as a task asked of one worker: it runs in the worker's thread, as a chunk does, so that a
-    compile of tens of seconds never stalls the worker's event loop (its heartbeats to the scheduler)."""
+def _warm_this_worker(warm: Callable, run_id: str) -> None:
+    """`_warm_worker` for the worker this task runs on: in a task (up front, or a chunk's), so in the worker's
+    thread, never its event loop, which a compile of tens of seconds would stall (heartbeats included)."""
     from distributed import get_worker
 
     _warm_worker(warm, run_id, get_worker().id)
@@ -242,9 +242,7 @@ def _chunk_in_run(fn: Callable, run: tuple, warm: Callable | None, payload):
     _RUN.run = run
     try:
         if warm is not None:
-            from distributed import get_worker
-
-            _warm_worker(warm, run[0], get_worker().id)
+            _warm_this_worker(warm, run[0])
         return fn(payload)
     finally:
         _RUN.run = None
@@ -300,7 +298,7 @@ def run_dask(fn: Callable, tasks: Iterable, scheduler: str, warm: Callable | Non
         if warm is not None:
             for address in workers:
                 # Another worker takes it only if this one has gone: a second warm-up there returns at once.
-                client.submit(_warm_up_front, warm, run[0], workers=[address], allow_other_workers=True,
+                client.submit(_warm_this_worker, warm, run[0], workers=[address], allow_other_workers=True,
                               pure=False).result()
         task = functools.partial(_chunk_in_run, fn, run, warm)
         todo = Feed(tasks)
