@@ -302,6 +302,14 @@ def deal_into(seed, game, deck):
         deck[j] = t
 
 
+@njit(cache=True)
+def deal_batch(seed, first_game, decks):
+    """decks[i] = the deck of game first_game + i of `seed`."""
+    decks = borrowed(decks)  # no reference counting per row (see borrowed)
+    for i in range(decks.shape[0]):
+        deal_into(seed, first_game + i, decks[i])
+
+
 # --- Board kernels ---------------------------------------------------------
 
 

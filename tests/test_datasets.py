@@ -264,7 +264,7 @@ def test_compare_of_solve_runs_names_sat_conflicts_only_where_a_sat_question_cou
     assert compare_runs([runs["best"], runs["nosat"]]).header().endswith("the runs differ in: nothing but the directory")
     r = invoke("compare", runs["best"], runs["first"], "--format", "json")
     assert r.exit_code == 0 and "sat" not in r.stdout, r.stdout
-    from sim.jobs.solve import options_used
+    from sim.jobs.solve_results import options_used
 
     for limit, split, kept in ((None, 0, True), (SAT_AFTER, 0, True), (SAT_AFTER - 1, 0, False),
                                (None, SAT_AFTER, True), (None, SAT_AFTER - 1, False)):

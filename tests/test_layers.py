@@ -357,6 +357,37 @@ def test_help_and_usage_errors_do_not_load_the_engine(args, code, fragment):
     assert got["loaded"] == [], f"sim {' '.join(args)} loads {', '.join(got['loaded'])}"
 
 
+def test_reporting_and_listing_finished_runs_load_no_numba(tmp_path):
+    # `sim report` and `sim ls` read parts and manifests; numba (half a second to import) is for playing. A run
+    # of games, a solve run and a JSON report of both kinds; the same command with numba's import made to
+    # fail gives the same output, so nothing it does needs numba.
+    import sim
+
+    sim.run(sim.RunConfig(n=500), out=tmp_path / "games", workers=1)
+    sim.solve_run(sim.SolveConfig(n=2, node_limit=1000), out=tmp_path / "solved", workers=1)
+    runs = [["report", str(tmp_path / "games")], ["report", str(tmp_path / "games"), "--format", "json"],
+            ["report", str(tmp_path / "solved")], ["ls", str(tmp_path)]]
+    for args in runs:
+        r = _python(CLI_PROBE, json.dumps(args))
+        assert r.returncode == 0, r.stderr
+        got = json.loads(r.stdout)
+        assert got["exit"] == 0, got
+        assert "numba" not in got["loaded"], f"sim {' '.join(args)} loads numba"
+        no_numba = _python("import sys; sys.modules['numba'] = None\n" + CLI_PROBE, json.dumps(args))
+        assert json.loads(no_numba.stdout)["stdout"] == got["stdout"], no_numba.stderr
+    assert "500" in got["stdout"] and "solved" in got["stdout"]  # `sim ls` lists both runs
+
+
+def test_the_end_names_a_report_reads_are_the_kernels_codes():
+    from sim import kernels as K
+    from sim.engine.results import END_NAMES, GAME_ENDS
+
+    codes = {"win": K.END_WIN, "too_many_face_down": K.END_TOO_MANY_FACE_DOWN, "stock_empty": K.END_STOCK_EMPTY,
+             "no_move": K.END_NO_MOVE, "illegal_move": K.END_ILLEGAL_MOVE}
+    assert {name: END_NAMES.index(name) for name in END_NAMES} == codes
+    assert GAME_ENDS == END_NAMES[: K.END_NO_MOVE + 1]
+
+
 def test_a_policy_module_imports_on_its_own():
     r = _python("import policies.heuristic")
     assert r.returncode == 0, r.stderr

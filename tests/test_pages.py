@@ -761,7 +761,7 @@ def test_the_best_score_legend_hides_no_bar_and_no_value():
     # Three solve runs: the legend's six lines covered the tallest bars and their values at the top left.
     from pathlib import Path as P
 
-    from sim.jobs.solve import SolveSummary
+    from sim.jobs.solve_results import SolveSummary
 
     def summary(name, counts):
         deals = sum(k for _, k in counts)

@@ -101,7 +101,7 @@ def test_replay_of_a_runs_game_reads_only_the_verified_part(run_a, monkeypatch):
 
 
 def test_solve_summary_reads_only_the_verified_part(tmp_path, monkeypatch):
-    from sim.jobs.solve import summarize_solve
+    from sim.jobs.solve_results import summarize_solve
 
     out = sim.solve_run(sim.SolveConfig(n=4, seed=1, node_limit=1), workers=1, out=tmp_path / "s").path
     swapped_after_hash(monkeypatch, out / "games" / "part-00000.parquet")

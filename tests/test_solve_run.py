@@ -232,7 +232,7 @@ def test_the_summary_names_the_sat_budget_when_the_node_limit_lets_the_questions
     # The questions come once the search has used SAT_AFTER nodes: a node limit of exactly that many asks
     # them (deal 7's best found goes from 22 to 23), so the summary's settings line must say so; one node
     # fewer asks none, and the line leaves the budget out.
-    from sim.jobs.solve import SolveSummary
+    from sim.jobs.solve_results import SolveSummary
     from sim.solver.solver import SAT_AFTER, SAT_CONFLICTS
 
     deck = sim.deal(0, 7)

@@ -49,7 +49,7 @@ from sim.engine.rules import Rules
 from sim.errors import Interrupted, magnitude
 from sim.jobs import runner
 from sim.jobs.play import DEFAULT_CHUNK, RunConfig, args_setting, default_out, resume, run, settled
-from sim.jobs.solve import options_used
+from sim.jobs.solve_results import options_used
 from sim.jobs.resume import finish_command
 from sim.jobs.runner import RunError, UsageError
 from sim.players.api import resolve

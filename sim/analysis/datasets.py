@@ -25,8 +25,8 @@ from sim.jobs.runner import (
     FORMAT, FORMAT_VERSION, MANIFEST, RunError, UsageError, checked_parts, is_manifest, manifest_problem, part_bytes,
     read_manifest, short_listing, writer_pid,
 )
-from sim.jobs.solve import solve_frame
-from sim.solver.solver import SAT_CONFLICTS, default_split_after
+from sim.jobs.solve_results import solve_frame
+from sim.solver.settings import SAT_CONFLICTS, default_split_after
 
 __all__ = ["RunListing", "list_runs", "listing_table", "load"]
 

@@ -19,13 +19,12 @@ from pathlib import Path
 import polars as pl
 
 from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, policy_text, rules_text
+from sim.engine.results import end_enum
 from sim.jobs.files import TMP_MARK
-from sim.jobs.play import END_ENUM
-from sim.jobs.resume import finish_command
 from sim.jobs.runner import (
     GAMES, RunError, UsageError, checked_parts, part_bytes, read_manifest, writer_pid,
 )
-from sim.jobs.solve import SolveSummary, summarize_solve
+from sim.jobs.solve_results import SolveSummary, summarize_solve
 from sim.stats import mean_interval_from_counts, quantile_from_counts, wilson
 
 MAX_DEFAULT_SCORE = 24
@@ -140,7 +139,7 @@ def game_counts(run_dir: str | Path) -> pl.DataFrame:
     counted from the bytes that were verified."""
     games_dir = Path(run_dir) / GAMES
     schema = {"won": pl.Boolean, "score": pl.UInt8, "cards_played": pl.UInt8, "face_down": pl.UInt8,
-              "end": END_ENUM, "count": pl.UInt64}
+              "end": end_enum(), "count": pl.UInt64}
     parts = checked_parts(run_dir)
     if not parts:
         return pl.DataFrame(schema=schema)
@@ -191,7 +190,7 @@ def load_report(run_dir: str | Path) -> RunReport:
     mean, mean_low, mean_high = mean_interval_from_counts(scores)
 
     end_counts = dict(counts.group_by("end").agg(pl.col("count").sum()).iter_rows()) if counts.height else {}
-    ends = tuple((name, int(end_counts.get(name, 0))) for name in END_ENUM.categories)
+    ends = tuple((name, int(end_counts.get(name, 0))) for name in end_enum().categories)
 
     warnings = []
     status = m.get("status", "unknown")
@@ -205,7 +204,7 @@ def load_report(run_dir: str | Path) -> RunReport:
     if left:  # a writer killed outright (kill -9) mid-write
         warnings.append(f"{GAMES}/ holds {len(left)} temporary file{'s' * (len(left) > 1)} ({', '.join(left[:3])}"
                         f"{', ...' if len(left) > 3 else ''}) left by an interrupted write, not counted; "
-                        f"{finish_command(run_dir)} removes {'them' if len(left) > 1 else 'it'}")
+                        f"{_finish_command(run_dir)} removes {'them' if len(left) > 1 else 'it'}")
 
     return RunReport(
         path=str(run_dir), policy=m.get("policy", "?"), n=int(m.get("n", 0)), seed=int(m.get("seed", 0)),
@@ -394,7 +393,15 @@ def _to_finish(run_dir: Path) -> str:
     pid = writer_pid(run_dir)
     if pid is not None:
         return f"it is being written now (pid {pid})"
-    return f"finish it with: {finish_command(run_dir)}"
+    return f"finish it with: {_finish_command(run_dir)}"
+
+
+def _finish_command(run_dir: Path) -> str:
+    """`sim.jobs.resume.finish_command`, imported only for a run that needs finishing: it reads the run's job from
+    its manifest, and the jobs load numba, which reporting a finished run does without."""
+    from sim.jobs.resume import finish_command
+
+    return finish_command(run_dir)
 
 
 def solve_report_text(r: SolveSummary) -> str:

@@ -1,20 +1,13 @@
-"""Decks: the seeded deal (SplitMix64 Fisher-Yates, `sim.kernels.deal_into`) and checks of given decks."""
+"""Decks: the seeded deal (SplitMix64 Fisher-Yates, `sim.kernels.deal_batch`) and checks of given decks.
+
+The kernels are imported by the functions that use them, not here: a run store's checks (`check_seed`,
+`MAX_GAME`), which `sim report` and `sim ls` make, load no numba.
+"""
 
 import numpy as np
-from numba import njit
-
-from sim import kernels as K
 
 MAX_GAME = 2**63 - 1
 """Largest game index (the compiled loops count games in int64)."""
-
-
-@njit(cache=True)
-def deal_batch(seed, first_game, decks):
-    """decks[i] = the deck of game first_game + i of `seed`."""
-    decks = K.borrowed(decks)  # no reference counting per row (see K.borrowed)
-    for i in range(decks.shape[0]):
-        K.deal_into(seed, first_game + i, decks[i])
 
 
 def check_seed(seed) -> int:
@@ -33,21 +26,27 @@ def check_game(game) -> int:
 
 def deal(seed: int, game: int) -> tuple[int, ...]:
     """The deck of game `game` of seed `seed` (ranks in draw order)."""
+    from sim import kernels as K
+
     seed, game = check_seed(seed), check_game(game)
     decks = np.empty((1, K.DECK_SIZE), np.uint8)
-    deal_batch(np.uint64(seed), np.int64(game), decks)
+    K.deal_batch(np.uint64(seed), np.int64(game), decks)
     return tuple(int(r) for r in decks[0])
 
 
 def deal_range(seed: int, start: int, stop: int) -> np.ndarray:
     """The decks of games start..stop-1 of `seed`, as an (n, 40) uint8 array."""
+    from sim import kernels as K
+
     decks = np.empty((stop - start, K.DECK_SIZE), np.uint8)
-    deal_batch(np.uint64(check_seed(seed)), np.int64(start), decks)
+    K.deal_batch(np.uint64(check_seed(seed)), np.int64(start), decks)
     return decks
 
 
 def validate_deck(deck) -> np.ndarray:
     """The deck as a uint8 array; ValueError saying what is wrong otherwise."""
+    from sim import kernels as K
+
     if isinstance(deck, (str, bytes)):  # its characters are not its ranks ("5 10 5 ..." has 83 of them)
         raise ValueError("a deck is a sequence of 40 ranks, not text: [int(r) for r in text.split()] reads "
                          "ranks written out")
@@ -84,6 +83,8 @@ def validate_decks(decks: np.ndarray) -> np.ndarray:
     text is checked row by row as it holds them, so that a 5.9 is refused
     rather than played as a 5.
     """
+    from sim import kernels as K
+
     decks = np.asarray(decks)
     if decks.ndim != 2 or decks.shape[1] != K.DECK_SIZE:
         raise ValueError(f"decks must be an (n, 40) array, not shape {decks.shape}")

@@ -4,7 +4,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim import kernels as K
 from sim.errors import PolicyError
 from sim.fielddocs import documented
 
@@ -12,9 +11,11 @@ __all__ = ["END_NAMES", "GAME_ENDS", "GameColumns", "GameResult", "GameTrace", "
            "finish_columns", "games_table", "illegal_move_error", "new_columns"]
 
 END_NAMES = ("win", "too_many_face_down", "stock_empty", "no_move", "illegal_move")
-"""Name of each END_* code, indexed by code."""
-GAME_ENDS = END_NAMES[: K.END_NO_MOVE + 1]
-"""The four ways a game can end (illegal_move never reaches a table: it is an error)."""
+"""Name of each END_* code of sim.kernels, indexed by code."""
+GAME_ENDS = END_NAMES[:4]
+"""The four ways a game can end, codes END_WIN to END_NO_MOVE (illegal_move never reaches a table: it is an
+error). Not sliced at K.END_NO_MOVE: a report reads these names, and importing the kernels loads numba
+(tests/test_layers.py holds the two to each other)."""
 
 
 def illegal_move_error(policy: str, cell, seed: int, game: int, turn: int) -> PolicyError:
@@ -61,6 +62,8 @@ class GameTrace:
 
     def result(self) -> GameResult:
         """The game's GameResult."""
+        from sim import kernels as K
+
         won = self.end == K.END_WIN
         return GameResult(
             won=won,
@@ -154,6 +157,8 @@ def new_columns(n: int) -> dict:
 
 def finish_columns(cols: dict, games, decks, policy: str, seed: int) -> GameColumns:
     """GameColumns from a filled batch; PolicyError naming the first illegal move."""
+    from sim import kernels as K
+
     illegal = cols.pop("illegal")
     bad = np.flatnonzero(cols["end"] == K.END_ILLEGAL_MOVE)
     if len(bad):

@@ -33,9 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim import kernels as K
 from sim.engine.cards import MAX_GAME, check_seed
-from sim.jobs.deal_files import UnreadableDealFile, file_digest, read_deals
 from sim.jobs.executors import Executor, ExecutorError, check_reachable, make_executor
 from sim.jobs.files import (
     TMP_MARK, make_folders, remove_folders, remove_temp_files, sync_folder, write_atomic, write_json_atomic,
@@ -168,6 +166,8 @@ def checked_rows(config):
     decks = None
     n = config.n
     if config.deals is not None:
+        from sim.jobs.deal_files import read_deals
+
         try:
             decks, digest = read_deals(config.deals)  # the digest of the very decks played
         except ValueError as e:
@@ -221,6 +221,8 @@ def _reach(chosen: Executor) -> None:
 def recorded_decks(deals: str, sha256: str | None, purpose: str):
     """The decks of a run's deal file, which must still hold what the run recorded (its SHA-256); UsageError
     naming `purpose` ("resume") otherwise."""
+    from sim.jobs.deal_files import UnreadableDealFile, read_deals
+
     if not Path(deals).is_file():
         raise UsageError(f"the run's deal file {deals} is gone; it is needed to {purpose}")
     changed = UsageError(f"the run's deal file {deals} has changed since the run started")
@@ -238,6 +240,8 @@ def recorded_decks(deals: str, sha256: str | None, purpose: str):
 
 def file_sha256(path: Path) -> str:
     """SHA-256 of a file, read in blocks."""
+    from sim.jobs.deal_files import file_digest
+
     return file_digest(Path(path))
 
 
@@ -354,13 +358,21 @@ def read_manifest(run_dir: Path) -> dict:
     return m
 
 
+def _deal_algorithm() -> str:
+    """The name of the algorithm that deals a seed's decks (the kernels', imported only when a manifest is
+    written, or read without it: checking a run loads no numba)."""
+    from sim import kernels as K
+
+    return K.DEAL_ALGORITHM
+
+
 def deal_fields(config) -> dict:
     """The manifest fields of a config's deal source (the same for every job)."""
     return {
         "n": config.n,
         "seed": config.seed,
         "rules": config.rules.as_dict(),
-        "deal_algorithm": K.DEAL_ALGORITHM if config.deals is None else "file",
+        "deal_algorithm": _deal_algorithm() if config.deals is None else "file",
         "deals": config.deals,
         "deals_sha256": config.deals_sha256,
         "record_deals": config.record_deals,
@@ -470,7 +482,7 @@ def _expected_metadata(m: dict) -> dict[str, str]:
     settings, and where its decks come from (a deal file and its digest, or the seed and the algorithm that
     deals from it)."""
     deals = (f"file {m.get('deals')} sha256 {m.get('deals_sha256')}" if m.get("deals") is not None
-             else f"{m.get('deal_algorithm') or K.DEAL_ALGORITHM} seed {m.get('seed')}")
+             else f"{m.get('deal_algorithm') or _deal_algorithm()} seed {m.get('seed')}")
     expected = {"kind": m.get("kind", "run"), "policy": str(m.get("policy")),
                 "policy_args": json.dumps(m.get("policy_args") or {}), "seed": str(m.get("seed")),
                 "n": str(m.get("n")), "rules": json.dumps(m.get("rules")), "deal_source": deals,

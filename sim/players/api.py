@@ -223,15 +223,13 @@ def to_compile(policy: str | PolicySpec = "greedy", policy_args=None, *, seeded:
     A compiled plugin is never cached on disk, so it is always named; the game loop all compiled plugins play
     through is, once.
     """
-    from sim.engine.cards import deal_batch
-
     spec = resolve(policy, policy_args)
     if spec.kind == "compiled":
         from sim.engine.loop import plugin_games_uncompiled
 
         said = f"the plugin {spec.name} (every run: a plugin is not cached)"
         return said if in_cache(plugin_games_uncompiled()) else f"{said} and the plugins' game loop (first run only)"
-    needed = [deal_batch]
+    needed = [K.deal_batch]
     if spec.kind == "oracle":
         from sim.engine.loop import play_line
         from sim.solver import search

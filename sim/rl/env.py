@@ -35,7 +35,7 @@ import numpy as np
 
 from sim import kernels as K
 from sim.engine.board import Board
-from sim.engine.cards import check_game, check_seed, deal_batch, validate_deck
+from sim.engine.cards import check_game, check_seed, validate_deck
 from sim.engine.results import END_NAMES
 from sim.engine.rules import Rules
 from sim.rl import kernels as RK
@@ -179,7 +179,7 @@ class FoursquareEnv(gym.Env):
         else:
             self._game = check_game(self._next_game) if game is None else game
             self._next_game = self._game + 1
-            deal_batch(np.uint64(self._seed), np.int64(self._game), self._decks)
+            K.deal_batch(np.uint64(self._seed), np.int64(self._game), self._decks)
         self._rng[0] = K.stream_start(np.uint64(self._seed), np.int64(self._game or 0), K.STREAM_POLICY)
         self._card, self._legal = RK.env_reset(self._deck, self._rules, self._state, self._obs, self._mask)
         self._end, self._last_cell, self._started = None, None, True

@@ -14,7 +14,6 @@ from numba.cpython.unsafe.numbers import leading_zeros
 import policies.greedy
 from sim import kernels as K
 
-OUTCOMES = ("won", "lost", "unresolved")
 
 # Status of the compiled search (CTL_STATUS).
 RUNNING = 0

@@ -32,12 +32,14 @@ import numpy as np
 from sim import kernels as K
 from sim.engine.cards import deal, validate_deck
 from sim.engine.rules import Rules
-from sim.errors import magnitude
 from sim.fielddocs import documented
 from sim.solver.sat import below_best, past_ruled_out
+from sim.solver.settings import (  # re-exported: the solver's outcomes and options
+    MAX_COUNT, OUTCOMES, SAT_AFTER, SAT_CONFLICTS, SPLIT_AFTER, default_split_after, too_large,
+)
 from sim.solver.search import (
     CTL_BEST, CTL_LIMIT, CTL_NODES, CTL_ORDER, CTL_SIZE, CTL_STATUS, DONE, ENDGAME_CARDS, FRAME, KEY_WORDS, MAX_DEPTH,
-    MAX_MOVES, ORDER_GREEDY, ORDER_NEW_PILE, OUTCOMES, RUNNING, SCRATCH, STOPPED_AT_WIN, greedy_line, search_init,
+    MAX_MOVES, ORDER_GREEDY, ORDER_NEW_PILE, RUNNING, SCRATCH, STOPPED_AT_WIN, greedy_line, search_init,
     search_run,
 )
 from sim.solver.search import CTL_DEPTH, LINES, SEEN_AT, split_children  # the split schedule (below) uses these too
@@ -87,14 +89,6 @@ A depth-first search for any win is heavy-tailed: on a few deals in 10,000 one (
 wanders for millions of nodes where another wins in a hundred, so several run side by side."""
 FIRST_ROUND = 2_000
 """Nodes each any-win search gets in the first round of the schedule; rounds double."""
-SAT_CONFLICTS = 1_000_000
-"""The conflicts each SAT question may take by default (best-score mode). With it `sim solve` proves
-every one of the 10,000 deals of seed 0 in about ten minutes (README, "Best scores over 10,000 deals");
-a question that runs out of it leaves the deal to the search."""
-SAT_AFTER = 2_000_000
-"""With SAT questions (`sat_conflicts`), the depth-first searches' nodes before they are asked: most
-deals are settled by then, and with no slack the search settles a level about as fast. A node limit (or
-a serial solve's split) that comes first means no questions, so a quick run stays quick."""
 _SLICE_SECONDS = 0.02
 
 
@@ -490,20 +484,8 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
                        use_endgame=bool(endgame), use_slack_parity=bool(slack_parity), split_after=split)
 
 
-MAX_COUNT = 10**12
-"""The most a node limit, split threshold or SAT conflict budget may be (as the oracle's nodes): days of
-search per deal, and far from the 64-bit counters."""
-
-
-def too_large(name: str, value) -> str:
-    """The message for a count above MAX_COUNT (a number of many digits shown by its magnitude)."""
-    return f"{name} must be at most 1e12, not {magnitude(value)}"
-
-
 # --- the split schedule: one hard deal's search shared between workers ----------------------------------------
 
-SPLIT_AFTER = 8_000_000
-"""Nodes of the serial solve (`Solver.solve`) before a deal that is still unsettled is split into subtrees."""
 SPLIT_SUBTREES = 24
 """The split is made at the first depth with at least this many distinct positions (up to SPLIT_MAX_DEPTH)."""
 SPLIT_MAX_DEPTH = 6
@@ -515,18 +497,6 @@ SPLIT_TASK_NODES = 32_000_000
 """Node budget of each task in the later rounds of a level: large enough that a proof is cut into few tasks
 (a task's table is its own, so a subtree cut into more tasks is searched with less of what its table would
 have known), small enough that a round's last task keeps the other workers waiting a few seconds at most."""
-
-
-def default_split_after(time_limit: float | None) -> int:
-    """Split solves by default only without a time limit.
-
-    Under `time_limit` a split deal's subtrees hold every worker for the
-    deal's whole limit, away from the deals still to start, and prove no
-    more than the serial search (README, "Measured": 773 s against 565 s for
-    the same proofs on 2,000 deals); without one they shorten a hard deal's
-    proof.
-    """
-    return SPLIT_AFTER if time_limit is None else 0
 
 
 @dataclass(frozen=True)
