@@ -357,25 +357,40 @@ def test_help_and_usage_errors_do_not_load_the_engine(args, code, fragment):
     assert got["loaded"] == [], f"sim {' '.join(args)} loads {', '.join(got['loaded'])}"
 
 
-def test_reporting_and_listing_finished_runs_load_no_numba(tmp_path):
-    # `sim report` and `sim ls` read parts and manifests; numba (half a second to import) is for playing. A run
-    # of games, a solve run and a JSON report of both kinds; the same command with numba's import made to
-    # fail gives the same output, so nothing it does needs numba.
+READING_PROBE = """
+import json, sys
+from typer.testing import CliRunner
+from sim.cli import app
+out = [CliRunner().invoke(app, args) for args in json.loads(sys.argv[1])]
+print(json.dumps({"results": [[r.exit_code, r.stdout] for r in out],
+                  "loaded": sorted(m for m in ("numba", "scipy.stats") if m in sys.modules)}))
+"""
+
+
+def test_reading_finished_runs_loads_neither_numba_nor_scipy_stats(tmp_path):
+    # `sim report`, `sim compare` and `sim ls` of runs that exist read parts and manifests: numba (half a second
+    # to import) is for playing, and scipy.stats (over a second) is not needed for McNemar's test. Runs of two
+    # policies, a solve run, reports of each kind and of both runs of games (compared game by game), one
+    # process for them all; again with numba's import made to fail, the same output: nothing needs numba.
     import sim
 
-    sim.run(sim.RunConfig(n=500), out=tmp_path / "games", workers=1)
+    games = [str(tmp_path / p) for p in ("greedy", "random")]
+    sim.run(sim.RunConfig(n=500), out=games[0], workers=1)
+    sim.run(sim.RunConfig(policy="random", n=500), out=games[1], workers=1)
     sim.solve_run(sim.SolveConfig(n=2, node_limit=1000), out=tmp_path / "solved", workers=1)
-    runs = [["report", str(tmp_path / "games")], ["report", str(tmp_path / "games"), "--format", "json"],
-            ["report", str(tmp_path / "solved")], ["ls", str(tmp_path)]]
-    for args in runs:
-        r = _python(CLI_PROBE, json.dumps(args))
-        assert r.returncode == 0, r.stderr
-        got = json.loads(r.stdout)
-        assert got["exit"] == 0, got
-        assert "numba" not in got["loaded"], f"sim {' '.join(args)} loads numba"
-        no_numba = _python("import sys; sys.modules['numba'] = None\n" + CLI_PROBE, json.dumps(args))
-        assert json.loads(no_numba.stdout)["stdout"] == got["stdout"], no_numba.stderr
-    assert "500" in got["stdout"] and "solved" in got["stdout"]  # `sim ls` lists both runs
+    commands = [["report", games[0]], ["report", games[0], "--format", "json"], ["report", *games],
+                ["compare", *games], ["report", str(tmp_path / "solved")], ["ls", str(tmp_path)]]
+    r = _python(READING_PROBE, json.dumps(commands))
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert [code for code, _ in got["results"]] == [0] * len(commands), got
+    assert got["loaded"] == [], f"reading runs loads {got['loaded']}"
+    compared = got["results"][3][1]
+    assert "greedy" in compared and "random" in compared and "McNemar" in compared, compared
+    assert all(name in got["results"][-1][1] for name in ("greedy", "random", "solved"))  # `sim ls` lists the runs
+    r = _python("import sys; sys.modules['numba'] = None\n" + READING_PROBE, json.dumps(commands))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["results"] == got["results"]
 
 
 def test_the_end_names_a_report_reads_are_the_kernels_codes():

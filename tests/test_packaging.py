@@ -18,6 +18,8 @@ NEEDS = [
     ("polars", "pl.read_parquet_metadata(", "1.30", "reads a part's key-value metadata: new in polars 1.30"),
     ("polars", "write_parquet(buf, metadata=", "1.30", "writes a part's key-value metadata: new in polars 1.30"),
     ("polars", 'collect(engine="streaming")', "1.23", "the streaming engine by that name"),
+    ("scipy", "betainc(n - k, k + 1, 0.5)", "1.11",
+     "McNemar's p-value: special.betainc is Boost's ibeta from scipy 1.11 on (cephes before, off near the centre)"),
     ("typer", "get_help_record(ctx)", "0.16",
      "help formatting: typer before 0.16 raises with click 8.2 and later (Parameter.make_metavar() needs ctx)"),
 ]

@@ -49,6 +49,25 @@ def test_mcnemar_exact_equals_the_exact_binomial_sum(b, c):
     assert mcnemar_exact(b, c) == pytest.approx(exact_mcnemar(b, c), rel=1e-9)
 
 
+@pytest.mark.parametrize("b,c", [(0, 1), (1, 2), (7, 9), (30, 31), (500, 600), (12_345, 12_600),
+                                 (1_000_000, 1_000_002), (1_000_000, 1_004_000), (3_000_000, 3_000_100),
+                                 (3_000_000, 3_005_000), (4_000_000, 4_020_000), (10, 5_000_000)])
+def test_mcnemar_exact_is_scipy_s_binomial_test(b, c):
+    # Large tables too: near the centre of millions of pairs, where cephes' binomial distribution function
+    # (scipy.special.bdtr) is off in the fourth digit.
+    from scipy.stats import binomtest
+
+    want = binomtest(min(b, c), b + c, 0.5, alternative="two-sided").pvalue
+    assert mcnemar_exact(b, c) == pytest.approx(want, rel=1e-9, abs=1e-300)
+    assert mcnemar_exact(c, b) == mcnemar_exact(b, c)
+
+
+def test_mcnemar_exact_is_one_where_the_two_tails_meet():
+    # n odd and k = (n - 1) / 2: P(X <= k) is exactly 1/2, so the p-value is exactly 1 (not 1 - 1e-16).
+    assert mcnemar_exact(3_000_000, 3_000_001) == 1.0 and mcnemar_exact(4, 5) == 1.0
+    assert mcnemar_exact(4, 6) < 1.0
+
+
 def test_paired_interval_matches_a_textbook_example():
     # Agresti, Categorical Data Analysis, presidential approval: 1600 people asked twice,
     # 150 approve -> disapprove, 86 disapprove -> approve. Difference 0.04, 95% CI (0.021, 0.059).

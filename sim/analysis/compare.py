@@ -14,7 +14,7 @@ Statistics per pair (A, B), all on the joined games:
 - win-rate difference pA - pB with a 95% paired interval
   (`sim.stats.paired_difference_interval`, Bonett-Price adjusted Wald);
 - McNemar's exact test on the discordant games (`sim.stats.mcnemar_exact`,
-  scipy's binomial test);
+  the exact binomial test);
 - mean paired score difference over the games **both** runs won (a lost
   game has no score), with a 95% interval (Student's t);
 - mean paired difference of the score per deal, over all the games, a lost
@@ -35,26 +35,25 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import polars as pl
 
-import policies
-from sim import kernels as K
 from sim.analysis.report import load_report
 from sim.analysis.tables import (Table, count, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, policy_text, pp_text,
                                  rules_text)
-from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
 from sim.errors import Interrupted, magnitude
 from sim.jobs import runner
-from sim.jobs.play import DEFAULT_CHUNK, RunConfig, args_setting, default_out, resume, run, settled
 from sim.jobs.solve_results import options_used
-from sim.jobs.resume import finish_command
 from sim.jobs.runner import RunError, UsageError
-from sim.players.api import resolve
-from sim.players.oracle import ORACLE_PARAMS
 from sim.stats import holm, mcnemar_exact, mean_interval, paired_difference_interval, wilson
+
+if TYPE_CHECKING:
+    from sim.jobs.play import RunConfig
+
+# Comparing runs that exist reads their parts only; the jobs that play runs (make_runs and the functions it
+# calls) import the engine, and numba with it, when they are called: `sim compare RUN RUN` loads no numba.
 
 BATCH = 500_000
 """Games joined at a time (about 100 MB for two runs, whatever n is)."""
@@ -165,6 +164,8 @@ def check_pairable(infos: list[RunInfo]) -> None:
                          + ". A paired comparison needs the same seed and deal source")
     for i in infos:
         if i.status != "complete":
+            from sim.jobs.resume import finish_command
+
             raise UsageError(f"{i.path} is {i.status}; finish it with: {finish_command(i.path)}")
 
 
@@ -676,7 +677,7 @@ def _apart(value, other) -> tuple:
     return (value,)
 
 
-def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
+def _reuse_problem(run_dir: Path, config: "RunConfig") -> tuple[str, str] | None:
     """None if run_dir holds a complete run with exactly these settings and files, else (kind, what is wrong).
 
     kind is "files" when only the files the games depend on changed (the
@@ -684,6 +685,10 @@ def _reuse_problem(run_dir: Path, config: RunConfig) -> tuple[str, str] | None:
     with a damaged part (its missing or damaged parts are played), "other"
     when the directory holds another run.
     """
+    from sim import kernels as K
+    from sim.jobs.play import args_setting
+    from sim.jobs.resume import finish_command
+
     try:
         m = runner.read_manifest(run_dir)
     except (UsageError, RunError) as e:
@@ -727,6 +732,9 @@ def policy_args_for(policy_names: list[str], policy_args: dict[str, str] | None)
 
     An argument no policy takes is a usage error.
     """
+    import policies
+    from sim.players.oracle import ORACLE_PARAMS
+
     args = dict(policy_args or {})
     out, used = {}, set()
     for name in policy_names:
@@ -744,7 +752,7 @@ def policy_args_for(policy_names: list[str], policy_args: dict[str, str] | None)
     return out
 
 
-def _run_label(config: RunConfig) -> str:
+def _run_label(config: "RunConfig") -> str:
     """The policy with its arguments, and the rule options unless default: "greedy (max_face_down=3)"."""
     rules = rules_text(config.rules.as_dict())
     return policy_text(config.policy, dict(config.policy_args)) + ("" if rules == "default" else f" ({rules})")
@@ -762,6 +770,10 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
     one that holds anything but a run always, before any game is played.
     Returns each run directory and whether it was reused.
     """
+    from sim.engine.cards import check_seed
+    from sim.jobs.play import DEFAULT_CHUNK, RunConfig, default_out, resume, run, settled
+    from sim.players.api import resolve
+
     args_of = policy_args_for([p for p, _ in specs], policy_args)
     for policy, _ in specs:
         try:
