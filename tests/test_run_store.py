@@ -162,6 +162,30 @@ def test_a_second_writer_in_the_same_process_is_refused_and_the_lock_stays_held(
         pass
 
 
+def test_deleting_the_lock_file_during_a_run_lets_no_second_writer_in(tmp_path):
+    # Tools that leave stale lock files teach people to delete them. The lock file a run's writer holds, deleted
+    # (or replaced) while the run is written, would let a second writer lock a new file and write the same parts;
+    # the lock on the folder itself refuses it, and sim report still finds the writer. Released, the folder is
+    # writable again, with or without the lock file.
+    out = tmp_path / "run"
+    take = ("import sys; from pathlib import Path; from sim.jobs import runner\ntry:\n"
+            "    with runner.writer_lock(Path(sys.argv[1])): print('took')\n"
+            "except runner.RunError as e: print(e)")
+    with runner.writer_lock(out):
+        (out / runner.LOCK).unlink()
+        assert runner.writer_pid(out) == os.getpid()
+        other = subprocess.run([sys.executable, "-c", take, str(out)], capture_output=True, text=True)
+        assert other.stdout.strip() == (f"{out} is being written by another process (pid {os.getpid()}), though its "
+                                        f"lock file .lock was deleted or replaced; wait for that run to finish"), \
+            other.stdout + other.stderr
+        (out / runner.LOCK).write_text("")  # replaced: a new file, not the one held
+        with pytest.raises(sim.RunError, match=rf"being written by this process \(pid {os.getpid()}\), though"):
+            sim.run(sim.RunConfig(n=10), out=out, workers=1)
+    assert runner.writer_pid(out) is None
+    other = subprocess.run([sys.executable, "-c", take, str(out)], capture_output=True, text=True)
+    assert other.stdout.strip() == "took", other.stdout + other.stderr
+
+
 @pytest.mark.parametrize("link", [".lock", ".replaced/games"])
 def test_a_writer_writes_and_deletes_nothing_through_a_symbolic_link_in_a_run_folder(tmp_path, link):
     # A run folder from elsewhere (a download) with .lock linked to one of the user's files: asking for its run

@@ -698,10 +698,19 @@ def writer_lock(run_dir: Path):
     when the process ends, however it ends, so a lock left by a dead
     process is simply taken. The holder writes its pid into the file. A
     second writer in this process (another thread) is refused too (`_HELD`).
+    Then a BSD lock (flock) on the directory itself (`_lock_folder`): a
+    lock file deleted while the run is written (as a stale lock file of
+    other tools is) makes the next writer a new one, which the folder's
+    lock still refuses.
     """
     run_dir = Path(run_dir)
     with _HELD_GUARD:
         fd = _take_lock(run_dir)
+        try:
+            folder = _lock_folder(run_dir)
+        except BaseException:
+            os.close(fd)
+            raise
         st = os.fstat(fd)
         held = (st.st_dev, st.st_ino)
         _HELD.add(held)
@@ -710,7 +719,32 @@ def writer_lock(run_dir: Path):
     finally:
         with _HELD_GUARD:
             _HELD.discard(held)
+            os.close(folder)
             os.close(fd)
+
+
+def _lock_folder(run_dir: Path) -> int:
+    """A descriptor of `run_dir` holding its exclusive flock, for `writer_lock`; RunError when another holds it.
+
+    A flock belongs to the open directory, not to a name in it, so no file
+    deleted or replaced inside the run lets a second writer in; it is given
+    up when the descriptor is closed or the process ends (and its forked
+    workers, which end with it: `sim.jobs.pool`). Another claim in this
+    process opens the directory again, so it is refused as well.
+    """
+    try:
+        fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        raise RunError(f"cannot open {run_dir} to lock it: {e.strerror or e}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        holder = _lock_holder(run_dir, "FLOCK")
+        who = ("this process" if holder == os.getpid() else "another process") + (f" (pid {holder})" if holder else "")
+        raise RunError(f"{run_dir} is being written by {who}, though its lock file {LOCK} was deleted or replaced; "
+                       f"wait for that run to finish") from None
+    return fd
 
 
 def _too_large_a_part(job: Job) -> str:
@@ -788,14 +822,21 @@ def _linked_out(run_dir: Path) -> str | None:
 def writer_pid(run_dir: Path) -> int | None:
     """The pid of the process writing the run now (holding `writer_lock`), None when none is.
 
-    Read from the kernel's table of locks (/proc/locks, by the lock file's
-    device and inode): the lock file is never opened, because closing any
-    descriptor of it would drop a lock this very process holds on it, and
-    the lock is never tried, so that a writer starting at that moment is
-    never refused because of the question. Linux only; None elsewhere.
+    Read from the kernel's table of locks (/proc/locks): the POSIX lock on
+    the lock file, by its device and inode, or else the flock on the
+    directory (`_lock_folder`: the lock file may have been deleted). Neither
+    is opened, because closing any descriptor of the lock file would drop a
+    lock this very process holds on it, and no lock is tried, so that a
+    writer starting at that moment is never refused because of the
+    question. Linux only; None elsewhere.
     """
+    return _lock_holder(Path(run_dir) / LOCK, "POSIX") or _lock_holder(Path(run_dir), "FLOCK")
+
+
+def _lock_holder(path: Path, kind: str) -> int | None:
+    """The pid holding a lock of `kind` (POSIX or FLOCK) on `path`, from /proc/locks; None when none does."""
     try:
-        st = os.stat(Path(run_dir) / LOCK)
+        st = os.stat(path)
         table = Path("/proc/locks").read_text()
     except OSError:
         return None
@@ -803,7 +844,7 @@ def writer_pid(run_dir: Path) -> int | None:
     for line in table.splitlines():
         fields = line.split()
         # "1: POSIX  ADVISORY  WRITE 8638 00:3d:1234 0 EOF" (a waiting lock's line has "->" before POSIX)
-        if "->" not in fields and len(fields) >= 6 and fields[1] == "POSIX" and fields[5] == where:
+        if "->" not in fields and len(fields) >= 6 and fields[1] == kind and fields[5] == where:
             return int(fields[4])
     return None
 
