@@ -186,6 +186,26 @@ def test_deleting_the_lock_file_during_a_run_lets_no_second_writer_in(tmp_path):
     assert other.stdout.strip() == "took", other.stdout + other.stderr
 
 
+def test_a_file_system_without_flock_on_folders_is_written_under_the_lock_file_alone(tmp_path, monkeypatch):
+    # NFS emulates flock with POSIX locks, which a folder opened for reading cannot take (EBADF): the run is still
+    # written, under its lock file, and a second writer is still refused by that.
+    import fcntl
+
+    def no_flock(fd, op):
+        raise OSError(errno.EBADF, "Bad file descriptor")
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    out = tmp_path / "run"
+    sim.run(sim.RunConfig(n=200), out=out, workers=1)
+    assert sim.load(out).collect().height == 200
+    take = ("import sys; from pathlib import Path; from sim.jobs import runner\ntry:\n"
+            "    with runner.writer_lock(Path(sys.argv[1])): print('took')\n"
+            "except runner.RunError: print('refused')")
+    with runner.writer_lock(out):
+        other = subprocess.run([sys.executable, "-c", take, str(out)], capture_output=True, text=True)
+        assert other.stdout.strip() == "refused", other.stdout + other.stderr
+
+
 @pytest.mark.parametrize("link", [".lock", ".replaced/games"])
 def test_a_writer_writes_and_deletes_nothing_through_a_symbolic_link_in_a_run_folder(tmp_path, link):
     # A run folder from elsewhere (a download) with .lock linked to one of the user's files: asking for its run

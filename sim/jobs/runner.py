@@ -719,12 +719,15 @@ def writer_lock(run_dir: Path):
     finally:
         with _HELD_GUARD:
             _HELD.discard(held)
-            os.close(folder)
+            if folder is not None:
+                os.close(folder)
             os.close(fd)
 
 
-def _lock_folder(run_dir: Path) -> int:
-    """A descriptor of `run_dir` holding its exclusive flock, for `writer_lock`; RunError when another holds it.
+def _lock_folder(run_dir: Path) -> int | None:
+    """A descriptor of `run_dir` holding its exclusive flock, for `writer_lock`; RunError when another holds it,
+    None where the folder cannot be opened or its file system has no flock on folders (NFS emulates flock
+    with POSIX locks, which a folder opened for reading cannot take): its lock file is the only lock there.
 
     A flock belongs to the open directory, not to a name in it, so no file
     deleted or replaced inside the run lets a second writer in; it is given
@@ -734,12 +737,16 @@ def _lock_folder(run_dir: Path) -> int:
     """
     try:
         fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as e:
-        raise RunError(f"cannot open {run_dir} to lock it: {e.strerror or e}") from None
+    except OSError as e:  # a folder that may be written but not read: its lock file has been taken all the same
+        log.debug("no lock on the folder %s (%s): its lock file alone keeps a second writer out", run_dir, e)
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except OSError as e:
         os.close(fd)
+        if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):  # a file system without flock on folders (NFS)
+            log.debug("no lock on the folder %s (%s): its lock file alone keeps a second writer out", run_dir, e)
+            return None
         holder = _lock_holder(run_dir, "FLOCK")
         who = ("this process" if holder == os.getpid() else "another process") + (f" (pid {holder})" if holder else "")
         raise RunError(f"{run_dir} is being written by {who}, though its lock file {LOCK} was deleted or replaced; "
