@@ -248,9 +248,14 @@ def _checked_listing(run_dir: Path, m: dict) -> RunListing:
         column = "outcome" if kind == "solve" else "won"
         counts = {}  # each part counted from the bytes that were verified, a part at a time
         for path, sha256 in parts.items():
-            frame = pl.read_parquet(part_bytes(path, sha256), columns=[column])
-            for value, k in frame.group_by(column).len().iter_rows():
-                counts[value] = counts.get(value, 0) + int(k)
+            values = pl.read_parquet(part_bytes(path, sha256), columns=[column]).get_column(column)
+            if kind == "solve":
+                for value, k in values.value_counts().iter_rows():
+                    counts[value] = counts.get(value, 0) + int(k)
+            else:  # a sum rather than a group_by: a listing of many runs reads every part
+                wins = int(values.sum())
+                counts[True] = counts.get(True, 0) + wins
+                counts[False] = counts.get(False, 0) + len(values) - wins
         if parts and kind == "solve":
             won, unresolved = int(counts.get("won", 0)), int(counts.get("unresolved", 0))
             done = sum(int(v) for v in counts.values())
