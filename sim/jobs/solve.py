@@ -34,7 +34,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 
 from sim import kernels as K
 from sim.engine.cards import deal_range, validate_decks
@@ -43,7 +42,7 @@ from sim.errors import whole
 from sim.fielddocs import documented
 from sim.jobs import runner
 from sim.jobs.files import unseal, write_sealed
-from sim.jobs.runner import Job, UsageError, read_manifest
+from sim.jobs.runner import Job, UsageError
 from sim.players.api import in_cache, to_compile, warm_up
 from sim.players.oracle import warm_up_solver
 from sim.jobs.pool import WAIT
