@@ -370,8 +370,9 @@ print(json.dumps({"results": [[r.exit_code, r.stdout] for r in out],
 def test_reading_finished_runs_loads_neither_numba_nor_scipy_stats(tmp_path):
     # `sim report`, `sim compare` and `sim ls` of runs that exist read parts and manifests: numba (half a second
     # to import) is for playing, and scipy.stats (over a second) is not needed for McNemar's test. Runs of two
-    # policies, a solve run, reports of each kind and of both runs of games (compared game by game), one
-    # process for them all; again with numba's import made to fail, the same output: nothing needs numba.
+    # policies, a solve run, reports of each kind (a page with its figures among them) and of both runs of
+    # games (compared game by game), one process for them all; again with numba's import made to fail, the
+    # same output: nothing needs numba.
     import sim
 
     games = [str(tmp_path / p) for p in ("greedy", "random")]
@@ -379,7 +380,8 @@ def test_reading_finished_runs_loads_neither_numba_nor_scipy_stats(tmp_path):
     sim.run(sim.RunConfig(policy="random", n=500), out=games[1], workers=1)
     sim.solve_run(sim.SolveConfig(n=2, node_limit=1000), out=tmp_path / "solved", workers=1)
     commands = [["report", games[0]], ["report", games[0], "--format", "json"], ["report", *games],
-                ["compare", *games], ["report", str(tmp_path / "solved")], ["ls", str(tmp_path)]]
+                ["compare", *games], ["report", str(tmp_path / "solved")],
+                ["report", *games, "--html", str(tmp_path / "page.html"), "--quiet"], ["ls", str(tmp_path)]]
     r = _python(READING_PROBE, json.dumps(commands))
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
@@ -388,6 +390,7 @@ def test_reading_finished_runs_loads_neither_numba_nor_scipy_stats(tmp_path):
     compared = got["results"][3][1]
     assert "greedy" in compared and "random" in compared and "McNemar" in compared, compared
     assert all(name in got["results"][-1][1] for name in ("greedy", "random", "solved"))  # `sim ls` lists the runs
+    assert '<img alt="Cards played.' in (tmp_path / "page.html").read_text()  # the figure that reads the deck size
     r = _python("import sys; sys.modules['numba'] = None\n" + READING_PROBE, json.dumps(commands))
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["results"] == got["results"]
@@ -401,6 +404,13 @@ def test_the_end_names_a_report_reads_are_the_kernels_codes():
              "no_move": K.END_NO_MOVE, "illegal_move": K.END_ILLEGAL_MOVE}
     assert {name: END_NAMES.index(name) for name in END_NAMES} == codes
     assert GAME_ENDS == END_NAMES[: K.END_NO_MOVE + 1]
+
+
+def test_the_deck_size_the_figures_read_is_the_kernels():
+    from sim import kernels as K
+    from sim.engine.cards import DECK_SIZE
+
+    assert DECK_SIZE == K.DECK_SIZE == K.RANKS * K.COPIES
 
 
 def test_a_policy_module_imports_on_its_own():

@@ -246,7 +246,7 @@ def cards_played_figure(reports, labels=None, caption: str | None = None):
                 ax.plot([], [], marker="o", markersize=3, color=_colour(i), label=f"{label} (no {what} games)")
     from matplotlib.ticker import MaxNLocator
 
-    from sim.kernels import DECK_SIZE
+    from sim.engine.cards import DECK_SIZE
 
     if axes[0].get_xlim()[1] > DECK_SIZE:  # no game plays past the deck's 40 cards: the axis's margin ends there
         axes[0].set_xlim(right=DECK_SIZE)

@@ -1,13 +1,16 @@
 """Decks: the seeded deal (SplitMix64 Fisher-Yates, `sim.kernels.deal_batch`) and checks of given decks.
 
 The kernels are imported by the functions that use them, not here: a run store's checks (`check_seed`,
-`MAX_GAME`), which `sim report` and `sim ls` make, load no numba.
+`MAX_GAME`), which `sim report` and `sim ls` make, and the report's figures (`DECK_SIZE`) load no numba.
 """
 
 import numpy as np
 
 MAX_GAME = 2**63 - 1
 """Largest game index (the compiled loops count games in int64)."""
+DECK_SIZE = 40
+"""Cards in a deck, `sim.kernels.DECK_SIZE` without loading numba (tests/test_layers.py holds the two equal):
+the report's figures end their cards-played axis there."""
 
 
 def check_seed(seed) -> int:
