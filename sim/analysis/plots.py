@@ -111,7 +111,7 @@ def _title(ax, text: str) -> None:
     """A panel's title, wrapped to the panel's width as laid out, so that no end of it is cut at the figure's
     edge (a title is centred over its panel, which the axis labels push to the right)."""
     fig = ax.get_figure()
-    fig.canvas.draw()  # lays the figure out: the panel's width is known
+    fig.draw_without_rendering()  # lays the figure out: the panel's width is known
     title = ax.set_title(text)
     room = ax.get_window_extent().width
     title.set_text("\n".join(_wrapped(fig, text, title.get_fontsize(), room)))
@@ -275,13 +275,13 @@ def _panel_legends(fig, axes) -> None:
         for ax in axes:
             ax.legend(fontsize="small", loc="best")
         return
-    fig.canvas.draw()  # laid out: the panels' widths are known
+    fig.draw_without_rendering()  # laid out: the panels' widths are known
     for ax in axes:
         handles, texts = ax.get_legend_handles_labels()
         room = 0.9 * ax.get_window_extent().width - 40  # the line's sample and the padding beside the text
         ax.legend(handles, ["\n".join(_wrapped(fig, t, "small", room)) for t in texts], fontsize="small",
                   loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
-    fig.canvas.draw()
+    fig.draw_without_rendering()
     under = max(ax.get_legend().get_window_extent().height for ax in axes)
     fig.set_figheight(fig.get_figheight() + under / fig.dpi + 0.2)  # the panels keep their height above them
 
@@ -387,7 +387,7 @@ def win_rate_figure(labels, rates, lows, highs, scores, title: str, score_lows=N
 def _room_above(fig, ax, texts) -> None:
     """Grow `ax`'s value axis (from 0) until `texts`, written above their points, end inside its frame."""
     for _ in range(4):
-        fig.canvas.draw()
+        fig.draw_without_rendering()
         frame = ax.get_window_extent()
         top = max((t.get_window_extent().y1 for t in texts), default=frame.y0)
         if top <= frame.y1 - 2:
@@ -507,7 +507,7 @@ def _labels_inside(fig, notes) -> None:
     above its point when, beside it, it would run under the frame's bottom (onto the axis's numbers). A label
     that would then lie over another one of its panel (two runs close together, say two rule variants) is
     moved up until it clears it, so that both read."""
-    fig.canvas.draw()  # lays the figure out, so that the labels' extents are known
+    fig.draw_without_rendering()  # lays the figure out, so that the labels' extents are known
     for ax, note in notes:
         box, frame = note.get_window_extent(), ax.get_window_extent()
         dx, dy = note.xyann
@@ -518,7 +518,7 @@ def _labels_inside(fig, notes) -> None:
             note.set_verticalalignment("bottom")
             dy = 4
         note.xyann = (dx, dy)
-    fig.canvas.draw()
+    fig.draw_without_rendering()
     placed = []
     for ax, note in sorted(notes, key=lambda an: an[1].get_window_extent().y0):
         moved = True
@@ -665,7 +665,7 @@ def best_score_figure(summaries, caption: str = ""):
     # values end below the legend.
     ax.set_ylim(0, highest * 1.15 + 1)
     for _ in range(4):
-        fig.canvas.draw()
+        fig.draw_without_rendering()
         below = legend.get_window_extent().y0 - 4
         top = max((a.get_window_extent().y1 for a in [*ax.patches, *ax.texts] if a.get_visible()), default=below)
         if top <= below:
