@@ -1,6 +1,6 @@
 """Wall time of the commands that read finished runs: `sim report`, `sim ls` and `sim compare`.
 
-    python benchmarks/read_commands.py [-n 1e6] [--rounds 7] [--old PATH]
+    python benchmarks/read_commands.py [-n 1e6] [--rounds 7] [--old PATH] [--figures]
 
 Plays a greedy and a random run of N games of seed 0 (once, into a
 temporary folder), then times each command in a fresh process, round after
@@ -9,7 +9,10 @@ by game), `sim compare` of both and `sim ls` of the folder. Such commands
 cost mostly their start-up (imports), which every call pays. With `--old`
 PATH (a checkout of an earlier commit), each round times that code too, put
 first on PYTHONPATH, alternating with this one; its output must be the same.
-Prints the median and the range of each, in seconds.
+With `--figures`, also `sim report` of both runs with `--png DIR` and with
+`--html FILE` (matplotlib's drawing), each version writing its own files,
+which must hold the same bytes. Prints the median and the range of each, in
+seconds.
 """
 
 import argparse
@@ -35,30 +38,47 @@ def timed(argv: list[str], code: Path, cwd: Path) -> tuple[float, str]:
     return seconds, r.stdout
 
 
+def _files(folder: Path) -> tuple:
+    """(name, bytes) of each file under `folder`, by name: what a command wrote there. A page's line saying
+    when and by which command it was made is left out: it differs from one call to the next."""
+    def content(f: Path) -> bytes:
+        data = f.read_bytes()
+        if f.suffix == ".html":
+            data = b"\n".join(line for line in data.split(b"\n") if not line.startswith(b'<p class="meta">'))
+        return data
+
+    return tuple(sorted((str(f.relative_to(folder)), content(f)) for f in folder.rglob("*") if f.is_file()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", default="1e6", help="games of each run (default 1e6)")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--old", type=Path, help="a checkout of an earlier commit, timed alternately")
+    parser.add_argument("--figures", action="store_true", help="also time report --png and --html of both runs")
     a = parser.parse_args()
     versions = {"this": ROOT} | ({"old": a.old.resolve()} if a.old else {})
     with tempfile.TemporaryDirectory() as tmp:
         runs = Path(tmp) / "runs"  # cwd is the temporary folder: no checkout's package is found there first
         for policy in ("greedy", "random"):
             timed(["run", "--policy", policy, "-n", a.n, "--out", str(runs / policy), "-q"], ROOT, Path(tmp))
-        commands = {"report": ["report", str(runs / "greedy")],
-                    "report of both": ["report", str(runs / "greedy"), str(runs / "random")],
-                    "compare": ["compare", str(runs / "greedy"), str(runs / "random")],
+        both = [str(runs / "greedy"), str(runs / "random")]
+        commands = {"report": ["report", both[0]], "report of both": ["report", *both], "compare": ["compare", *both],
                     "ls": ["ls", str(runs)]}
+        if a.figures:  # each version writes into a folder of its own under figures/<version>/
+            commands |= {"report --png": ["report", *both, "--png", "{out}/png", "-q"],
+                         "report --html": ["report", *both, "--html", "{out}/page.html", "-q"]}
         seconds = {(name, v): [] for name in commands for v in versions}
         for _ in range(a.rounds):
             for name, argv in commands.items():
                 outputs = {}
                 for v, code in versions.items():
-                    s, outputs[v] = timed(argv, code, Path(tmp))
+                    out = Path(tmp) / "figures" / v
+                    s, printed = timed([arg.format(out=out) for arg in argv], code, Path(tmp))
+                    outputs[v] = (printed, _files(out))
                     seconds[name, v].append(s)
                 if len(set(outputs.values())) > 1:
-                    sys.exit(f"sim {name}: the versions print different output")
+                    sys.exit(f"sim {name}: the versions print different output or write different files")
     print(f"fresh processes, {a.rounds} rounds, runs of {a.n} games; median (least .. most) in seconds")
     for name in commands:
         cells = [f"{v} {statistics.median(seconds[name, v]):.2f} ({min(seconds[name, v]):.2f} .. "
