@@ -75,7 +75,8 @@ def main() -> None:
                 for v, code in versions.items():
                     out = Path(tmp) / "figures" / v
                     s, printed = timed([arg.format(out=out) for arg in argv], code, Path(tmp))
-                    outputs[v] = (printed, _files(out))
+                    writes = any("{out}" in arg for arg in argv)
+                    outputs[v] = (printed, _files(out) if writes else ())
                     seconds[name, v].append(s)
                 if len(set(outputs.values())) > 1:
                     sys.exit(f"sim {name}: the versions print different output or write different files")
