@@ -74,7 +74,7 @@ def short_name(symbol: str) -> str:
     parts, i = [], 3 if symbol.startswith("_ZN") else 0
     while i < len(symbol) and symbol[i].isdigit():
         j = i
-        while symbol[j].isdigit():
+        while j < len(symbol) and symbol[j].isdigit():
             j += 1
         size = int(symbol[i:j])
         parts.append(symbol[j:j + size])
@@ -119,6 +119,8 @@ def main() -> None:
     parser.add_argument("--instructions", type=int, default=0, metavar="K",
                         help="also print the K hottest instructions of each function above 5%% (needs objdump)")
     args = parser.parse_args()
+    if args.seconds <= 0:
+        parser.error("--seconds must be above 0")
     for tool in ("perf",) + (("objdump",) if args.instructions else ()):
         if shutil.which(tool) is None:
             parser.error(f"{tool} is not installed")
@@ -153,22 +155,26 @@ def main() -> None:
         symbol_map = f"/tmp/perf-{os.getpid()}.map"
         with open(symbol_map, "w") as f:
             f.writelines(f"{a:x} {size:x} {name}\n" for a, size, name in table)
-        data = os.path.join(tmp, "perf.data")
-        perf = subprocess.Popen(["perf", "record", "-q", "-F", "2000", "-p", str(os.getpid()), "-o", data],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(1.0)  # perf attaches
-        rounds, start = 0, time.process_time()
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < args.seconds:
-            choose_all(states, cards, legals, rules, params, out)
-            rounds += 1
-        spent = time.process_time() - start
-        perf.send_signal(signal.SIGINT)
-        perf.wait()
-        ips = subprocess.run(["perf", "script", "-i", data, "-F", "ip"], capture_output=True, text=True).stdout
-        os.unlink(symbol_map)
+        try:
+            data = os.path.join(tmp, "perf.data")
+            perf = subprocess.Popen(["perf", "record", "-q", "-F", "2000", "-p", str(os.getpid()), "-o", data],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            time.sleep(1.0)  # perf attaches
+            rounds, start = 0, time.process_time()
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < args.seconds:
+                choose_all(states, cards, legals, rules, params, out)
+                rounds += 1
+            spent = time.process_time() - start
+            perf.send_signal(signal.SIGINT)
+            _, perf_errors = perf.communicate()
+            ips = subprocess.run(["perf", "script", "-i", data, "-F", "ip"], capture_output=True, text=True).stdout
+        finally:
+            os.unlink(symbol_map)
     samples = collections.Counter(int(line, 16) for line in ips.split() if line)
     total = sum(samples.values())
+    if total == 0:
+        sys.exit(f"perf recorded no samples of this process: {perf_errors.strip() or 'no reason given'}")
     starts = [a for a, _, _ in table]
     by_function = collections.Counter()
     for ip, count in samples.items():
