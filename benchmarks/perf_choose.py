@@ -23,7 +23,6 @@ without hardware counters perf samples the CPU clock, which is enough.
 
 import argparse
 import collections
-import importlib.util
 import os
 import re
 import shutil
@@ -35,19 +34,8 @@ import time
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
+from choose_ab import load  # noqa: E402  (benchmarks/choose_ab.py: the policy file as a module, uncached)
 from sim.errors import parse_count  # noqa: E402  (1e5 as sim takes it)
-
-
-def load(path: str, name: str, tmp: str):
-    """The policy file as module `name`, its compiled functions uncached (so that their IR is at hand)."""
-    copy = os.path.join(tmp, f"{name}.py")
-    with open(path) as f, open(copy, "w") as out:
-        out.write(f.read().replace("cache=True", "cache=False"))
-    spec = importlib.util.spec_from_file_location(name, copy)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def functions(dispatcher) -> list[tuple[int, int, str]]:
