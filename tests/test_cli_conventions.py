@@ -733,6 +733,27 @@ def test_quiet_silences_a_plugins_own_warnings_which_show_otherwise(tmp_path):
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
 
 
+def test_the_noise_of_dask_s_event_loop_shows_only_with_v(capsys):
+    # A timeout inside Dask's client, left unread as the client closed, reached asyncio's logger as an ERROR when
+    # it was collected, and a --quiet Dask run printed it (tests/test_dask.py's runs sharing a cluster, once).
+    # Like Dask's own log lines, it shows only with -v; the run's own errors show whatever the flags.
+    from sim.jobs.logs import setup_logging
+
+    noise = "Future exception was never retrieved\nfuture: <Future finished exception=TimeoutError('Timeout')>"
+    try:
+        for verbose, quiet, shown in ((0, True, False), (0, False, False), (1, False, True)):
+            setup_logging(verbose=verbose, quiet=quiet)
+            logging.getLogger("asyncio").error(noise)
+            logging.getLogger("distributed.client").error("the client's own view")
+            logging.getLogger("sim.jobs").error("the run's own error")
+            err = capsys.readouterr().err
+            assert ("ERROR MainProcess: Future exception was never retrieved" in err) == shown, (verbose, quiet, err)
+            assert ("the client's own view" in err) == shown, (verbose, quiet, err)
+            assert "ERROR MainProcess: the run's own error" in err, (verbose, quiet, err)
+    finally:
+        setup_logging()
+
+
 def test_v_shows_where_a_policy_raised_in_a_worker(tmp_path):
     plugin = tmp_path / "boom.py"
     plugin.write_text("def choose(position, card):\n"

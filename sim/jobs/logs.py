@@ -58,12 +58,24 @@ class _Shipped(multiprocessing_logging.MultiProcessingHandler):
             super().emit(record)
 
 
+DASK_LOGGERS = ("distributed", "asyncio")
+"""Loggers whose records are Dask's own, shown only with -v: its client's, and those of the asyncio event loop the
+client runs on (sim's own code awaits every future it makes), such as a timeout inside Dask left unread as a
+client closes ("Future exception was never retrieved"), written as an ERROR even under --quiet."""
+
+
+def _not_dask(record: logging.LogRecord) -> bool:
+    """Whether the record is not from one of `DASK_LOGGERS` (or a child of one)."""
+    return record.name.split(".")[0] not in DASK_LOGGERS
+
+
 def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
     """Warnings by default; debug, per-chunk lines included, with -v (-vv adds nothing); errors only with --quiet.
 
     The level applies to the "sim" loggers; other loggers (a plugin's own, Python's warnings, captured)
     stay at warnings, and errors only with --quiet. Dask's client logs its
-    own view of a failure the run reports in one line: shown only with -v.
+    own view of a failure the run reports in one line, and its event loop
+    the noise of its shutdown: shown only with -v (`DASK_LOGGERS`).
 
     multiprocessing-logging wraps the handler so that records logged in forked
     worker processes are shipped to this process and written here. The pool
@@ -90,5 +102,5 @@ def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
     for f in list(writer.filters):
         writer.removeFilter(f)
     if not verbose:  # Dask sets its loggers' levels itself when imported: filtered here instead
-        writer.addFilter(lambda record: not record.name.startswith("distributed"))
+        writer.addFilter(_not_dask)
     logging.captureWarnings(True)
