@@ -38,6 +38,33 @@ def load(path: str, name: str, tmp: str):
     return module
 
 
+def choose_inputs(policy: str, n: int):
+    """(states, cards, legals, rules, params): the positions of the built-in's games on deals 0..n-1 of seed 1, the
+    cards drawn as a run deals them (uint8), the default rules as an array and the policy's default parameters."""
+    import numpy as np
+
+    import policies
+    import sim
+    from positions import policy_positions  # benchmarks/positions.py
+
+    rules = sim.Rules()
+    states, cards, legals, _, _ = policy_positions(policy, n, rules)
+    return states, cards.astype(np.uint8), legals, rules.as_array(), policies.build_params(policy, {})
+
+
+def looped(choose):
+    """A compiled loop calling `choose` on every position: choose_all(states, cards, legals, rules, params, out)."""
+    import numpy as np
+    from numba import njit
+
+    @njit
+    def choose_all(states, cards, legals, rules, params, out):
+        rng = np.zeros(1, np.uint64)
+        for i in range(states.shape[0]):
+            out[i] = choose(states[i].copy(), rules, cards[i], legals[i], rng, params)
+    return choose_all
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old")
@@ -48,28 +75,11 @@ def main() -> None:
     args = parser.parse_args()
 
     import numpy as np
-    from numba import njit
 
-    import policies
-    import sim
-    from positions import policy_positions  # benchmarks/positions.py
-
-    def timer(choose):
-        @njit
-        def choose_all(states, cards, legals, rules, params, out):
-            rng = np.zeros(1, np.uint64)
-            for i in range(states.shape[0]):
-                out[i] = choose(states[i].copy(), rules, cards[i], legals[i], rng, params)
-        return choose_all
-
-    rules_obj = sim.Rules()
-    rules = rules_obj.as_array()
-    params = policies.build_params(args.policy, {})
-    states, cards, legals, _, _ = policy_positions(args.policy, args.n, rules_obj)
-    cards = cards.astype(np.uint8)  # a run's card type
+    states, cards, legals, rules, params = choose_inputs(args.policy, args.n)
 
     with tempfile.TemporaryDirectory() as tmp:
-        runs = [timer(load(path, f"choose_ab_{i}", tmp).choose) for i, path in enumerate((args.old, args.new))]
+        runs = [looped(load(path, f"choose_ab_{i}", tmp).choose) for i, path in enumerate((args.old, args.new))]
         outs = [np.empty(len(states), np.int64) for _ in runs]
         for run, out in zip(runs, outs):
             run(states[:3], cards[:3], legals[:3], rules, params, out)  # compile

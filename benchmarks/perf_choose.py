@@ -34,7 +34,7 @@ import time
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
-from choose_ab import load  # noqa: E402  (benchmarks/choose_ab.py: the policy file as a module, uncached)
+from choose_ab import choose_inputs, load, looped  # noqa: E402  (benchmarks/choose_ab.py)
 from sim.errors import parse_count  # noqa: E402  (1e5 as sim takes it)
 
 
@@ -114,30 +114,14 @@ def main() -> None:
             parser.error(f"{tool} is not installed")
 
     import numpy as np
-    from numba import njit
-
-    import policies
-    import sim
-    from positions import policy_positions  # benchmarks/positions.py
 
     path = args.file or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "policies",
                                      f"{args.policy}.py")
-    rules_obj = sim.Rules()
-    rules = rules_obj.as_array()
-    params = policies.build_params(args.policy, {})
-    states, cards, legals, _, _ = policy_positions(args.policy, args.n, rules_obj)
-    cards = cards.astype(np.uint8)  # a run's card type
+    states, cards, legals, rules, params = choose_inputs(args.policy, args.n)
     out = np.empty(len(states), np.int64)
 
     with tempfile.TemporaryDirectory() as tmp:
-        choose = load(path, "perf_choose_policy", tmp).choose
-
-        @njit
-        def choose_all(states, cards, legals, rules, params, out):
-            rng = np.zeros(1, np.uint64)
-            for i in range(states.shape[0]):
-                out[i] = choose(states[i].copy(), rules, cards[i], legals[i], rng, params)
-
+        choose_all = looped(load(path, "perf_choose_policy", tmp).choose)
         choose_all(states[:3], cards[:3], legals[:3], rules, params, out)  # compile
         table = functions(choose_all)
         symbol_map = f"/tmp/perf-{os.getpid()}.map"
@@ -164,20 +148,21 @@ def main() -> None:
     if total == 0:
         sys.exit(f"perf recorded no samples of this process: {perf_errors.strip() or 'no reason given'}")
     starts = [a for a, _, _ in table]
-    by_function = collections.Counter()
+    own = collections.Counter()  # samples per function of `table`, by index; -1 outside the library
     for ip, count in samples.items():
-        i = np.searchsorted(starts, ip, side="right") - 1
-        inside = i >= 0 and ip < table[i][0] + table[i][1]
-        by_function[short_name(table[i][2]) if inside else "(outside the compiled library: malloc, memset, ...)"] \
+        i = int(np.searchsorted(starts, ip, side="right")) - 1
+        own[i if i >= 0 and ip < table[i][0] + table[i][1] else -1] += count
+    by_function = collections.Counter()
+    for i, count in own.items():
+        by_function[short_name(table[i][2]) if i >= 0 else "(outside the compiled library: malloc, memset, ...)"] \
             += count
     print(f"{len(states):,} positions of {args.policy}'s games on deals 0..{args.n - 1} of seed 1, {rounds} rounds "
           f"of choose on all of them: {spent / rounds * 1e3:.1f} ms of CPU each; {total:,} samples")
     for name, count in by_function.most_common():
         print(f"  {100 * count / total:5.1f}%  {name}")
     if args.instructions:
-        for address, size, name in table:
-            own = sum(c for ip, c in samples.items() if address <= ip < address + size)
-            if own < 0.05 * total:
+        for i, (address, size, name) in enumerate(table):
+            if own[i] < 0.05 * total:
                 continue
             print(f"{short_name(name)}: its {args.instructions} hottest instructions")
             for count, text in hot_instructions(read_code(address, size), address, samples, args.instructions):

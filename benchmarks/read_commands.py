@@ -72,10 +72,10 @@ def main() -> None:
         for _ in range(a.rounds):
             for name, argv in commands.items():
                 outputs = {}
+                writes = any("{out}" in arg for arg in argv)
                 for v, code in versions.items():
                     out = Path(tmp) / "figures" / v
                     s, printed = timed([arg.format(out=out) for arg in argv], code, Path(tmp))
-                    writes = any("{out}" in arg for arg in argv)
                     outputs[v] = (printed, _files(out) if writes else ())
                     seconds[name, v].append(s)
                 if len(set(outputs.values())) > 1:
