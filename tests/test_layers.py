@@ -396,6 +396,27 @@ def test_reading_finished_runs_loads_neither_numba_nor_scipy_stats(tmp_path):
     assert json.loads(r.stdout)["results"] == got["results"][:-1]
 
 
+RUN_PROBE = """
+import json, sys
+from typer.testing import CliRunner
+from sim.cli import app
+r = CliRunner().invoke(app, ["run", "-n", "20", "-w", "1", "-q", "--out", sys.argv[1]])
+print(json.dumps({"exit": r.exit_code, "stdout": r.stdout,
+                  "loaded": sorted(m for m in sys.modules if m.startswith(("sim.solver.", "scipy.stats")))}))
+"""
+
+
+def test_a_run_of_a_policy_loads_neither_the_solver_nor_scipy_stats(tmp_path):
+    # The solver (its compiled search, its SAT questions) plays only the oracle and `sim solve`; importing it was
+    # about a tenth of a second of every `sim run`'s start. A run reads the oracle's options (sim.solver.settings,
+    # plain Python) and nothing more of it.
+    r = _python(RUN_PROBE, str(tmp_path / "r"))
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["exit"] == 0 and "win rate" in got["stdout"], got
+    assert got["loaded"] == ["sim.solver.settings"], f"sim run loads {got['loaded']}"
+
+
 def test_the_end_names_a_report_reads_are_the_kernels_codes():
     from sim import kernels as K
     from sim.engine.results import END_NAMES, GAME_ENDS

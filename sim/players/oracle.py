@@ -5,7 +5,14 @@ It plays the best winning line the solver (`sim.solver`) finds within
 reproducible, no time limit); when the solver finds no win there, it plays
 greedy's game. Its game rows are what replaying those lines through the
 engine's turn loop gives.
+
+The solver itself is imported where a game is solved: a run of any other
+policy reads this module (the oracle's options and its line in `sim
+policies`) without paying for the solver's import, about a tenth of a
+second of every `sim run`'s start.
 """
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,7 +21,10 @@ from sim.engine.cards import deal
 from sim.engine.loop import play_line
 from sim.engine.results import GameTrace
 from sim.engine.rules import Rules
-from sim.solver.solver import MAX_COUNT, Solver, shared_solver, too_large, warm_up
+from sim.solver.settings import MAX_COUNT, too_large
+
+if TYPE_CHECKING:
+    from sim.solver.solver import Solver
 
 ORACLE_NODES = 100_000
 """The oracle's default node limit per deal."""
@@ -50,8 +60,10 @@ def oracle_args(policy_args: dict[str, str]) -> dict[str, str]:
     return {"nodes": str(oracle_options(policy_args))} if "nodes" in policy_args else dict(policy_args)
 
 
-def oracle_game(deck: np.ndarray, rules: Rules, nodes: int, solver: Solver | None = None) -> GameTrace | None:
+def oracle_game(deck: np.ndarray, rules: Rules, nodes: int, solver: "Solver | None" = None) -> GameTrace | None:
     """The solver's best line for a checked deck, replayed through the engine; None when it found no win."""
+    from sim.solver.solver import shared_solver
+
     solver = solver or shared_solver()
     result = solver.solve(deck, rules, node_limit=nodes)
     if result.outcome != "won":
@@ -67,6 +79,8 @@ def oracle_game(deck: np.ndarray, rules: Rules, nodes: int, solver: Solver | Non
 
 def oracle_rows(decks: np.ndarray, rules: Rules, nodes: int, cols: dict) -> None:
     """Overwrite the rows of a batch (greedy's games) where the solver finds a win for the deck."""
+    from sim.solver.solver import shared_solver
+
     solver = shared_solver()
     for i, deck in enumerate(decks):
         g = oracle_game(deck, rules, nodes, solver)
@@ -82,6 +96,8 @@ def oracle_rows(decks: np.ndarray, rules: Rules, nodes: int, cols: dict) -> None
 def warm_up_solver(splits: bool = False) -> None:
     """Compile (or load from numba's cache) the solver, with a small table, before workers start; with `splits`,
     what a split solve adds."""
+    from sim.solver.solver import warm_up
+
     warm_up(splits)
     deck = np.array(deal(0, 0), np.uint8)
     play_line(deck.astype(np.int64), np.full(K.DECK_SIZE, K.CENTRE, np.int64), 1, Rules().as_array(),
