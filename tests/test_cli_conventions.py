@@ -237,6 +237,7 @@ from sim.cli import main
 sim.run(sim.RunConfig(n=100), out=sys.argv[1] + "-library", workers=1)
 library = gc.get_freeze_count()
 sys.argv = ["sim", "run", "-n", "100", "-w", "1", "--format", "json", "--out", sys.argv[1]]
+code = None
 try:
     main()
 except SystemExit as e:
