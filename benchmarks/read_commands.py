@@ -27,9 +27,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def checkout_env(code: Path) -> dict[str, str]:
+    """This process's environment with the package of `code` (a checkout) first on the import path."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")])))
+
+
 def timed(argv: list[str], code: Path, cwd: Path) -> tuple[float, str]:
     """Seconds of `python -m sim ARGV` with the package of `code` first on the import path, and its output."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")])))
+    env = checkout_env(code)
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "sim", *argv], cwd=cwd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0

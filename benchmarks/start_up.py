@@ -13,7 +13,6 @@ seconds.
 """
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -21,14 +20,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from read_commands import checkout_env  # benchmarks/read_commands.py
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def timed(argv: list[str], code: Path, cwd: Path) -> tuple[float, float]:
     """(seconds of `python -m sim ARGV`, seconds from its last line of output to its end), with the package of
     `code` first on the import path."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1",  # each line as it is printed, not all at exit
-               PYTHONPATH=os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")])))
+    env = dict(checkout_env(code), PYTHONUNBUFFERED="1")  # each line as it is printed, not all at exit
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "sim", *argv], cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

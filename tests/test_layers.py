@@ -337,8 +337,10 @@ from typer.testing import CliRunner
 from sim.cli import app
 r = CliRunner().invoke(app, json.loads(sys.argv[1]))
 print(json.dumps({"exit": r.exit_code, "stdout": r.stdout, "stderr": r.stderr,
-                  "loaded": sorted(m for m in %r if m in sys.modules)}))
-""" % (HEAVY,)
+                  "loaded": sorted(m for m in sys.modules if m.startswith(tuple(json.loads(sys.argv[2]))))}))
+"""
+"""`sim ARGS` (argv[1], JSON) in this process; "loaded": the modules then loaded whose names start with one of the
+prefixes of argv[2] (JSON)."""
 
 
 @pytest.mark.parametrize("args,code,fragment", [
@@ -349,7 +351,7 @@ print(json.dumps({"exit": r.exit_code, "stdout": r.stdout, "stderr": r.stderr,
     (["solve", "-n", "5", "--node-limit", "x"], 2, "Error: --node-limit 'x' is not a positive whole number"),
 ])
 def test_help_and_usage_errors_do_not_load_the_engine(args, code, fragment):
-    r = _python(CLI_PROBE, json.dumps(args))
+    r = _python(CLI_PROBE, json.dumps(args), json.dumps(HEAVY))
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     assert got["exit"] == code, got
@@ -396,21 +398,12 @@ def test_reading_finished_runs_loads_neither_numba_nor_scipy_stats(tmp_path):
     assert json.loads(r.stdout)["results"] == got["results"][:-1]
 
 
-RUN_PROBE = """
-import json, sys
-from typer.testing import CliRunner
-from sim.cli import app
-r = CliRunner().invoke(app, ["run", "-n", "20", "-w", "1", "-q", "--out", sys.argv[1]])
-print(json.dumps({"exit": r.exit_code, "stdout": r.stdout,
-                  "loaded": sorted(m for m in sys.modules if m.startswith(("sim.solver.", "scipy.stats")))}))
-"""
-
-
 def test_a_run_of_a_policy_loads_neither_the_solver_nor_scipy_stats(tmp_path):
     # The solver (its compiled search, its SAT questions) plays only the oracle and `sim solve`; importing it was
     # about a tenth of a second of every `sim run`'s start. A run reads the oracle's options (sim.solver.settings,
     # plain Python) and nothing more of it.
-    r = _python(RUN_PROBE, str(tmp_path / "r"))
+    r = _python(CLI_PROBE, json.dumps(["run", "-n", "20", "-w", "1", "-q", "--out", str(tmp_path / "r")]),
+                json.dumps(["sim.solver.", "scipy.stats"]))
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     assert got["exit"] == 0 and "win rate" in got["stdout"], got
