@@ -123,7 +123,7 @@ FLAGS = {"n": "-n", "workers": "--workers", "chunk_size": "--chunk-size", "node_
          "time_limit": "--time-limit", "split_after": "--split-after", "sat_conflicts": "--sat-conflicts",
          "out": "--out", "seed": "--seed", "explore": "--explore", "loss": "--loss", "decay": "--decay",
          "bootstrap": "--bootstrap", "ridge": "--ridge", "validation_seed": "--validation-seed", "rounds": "--rounds",
-         "validation_n": "--validation-n", "rules": "--rule"}
+         "validation_n": "--validation-n", "rules": "--rule", "game": "--game"}
 """The option that sets each library setting a UsageError may name."""
 
 

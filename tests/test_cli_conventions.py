@@ -661,8 +661,18 @@ def test_a_sweep_value_list_with_an_empty_value_is_a_usage_error():
     assert "KEY=V1,V2" in one_line_error(invoke("sweep", "-n", "10", "--rule", "grid=3,,4"))
 
 
+@pytest.mark.parametrize("args", [("run", "-n", "5"), ("solve", "-n", "5"), ("compare", "-n", "5", "-p", "greedy", "-p", "random"),
+                                  ("sweep", "-n", "5", "--rule", "grid=2,3"), ("replay",)])
+def test_a_seed_out_of_range_is_named_as_the_option_by_every_command(args):
+    line = one_line_error(invoke(*args, "--seed", 2**64))
+    assert line == f"Error: --seed must be an integer in 0..2**64-1, not {2**64}", line
+
+
 def test_a_seed_or_count_out_of_range_is_named_and_shown_short():
     assert one_line_error(invoke("run", "--seed", 2**64, "-n", "5")).startswith("Error: --seed must be")
+    for command in ("replay", "deal"):
+        line = one_line_error(invoke(command, "--game", 2**63))
+        assert line == f"Error: --game must be an integer in 0..2**63-1, not {2**63}", line
     from sim.jobs.runner import UsageError
 
     with pytest.raises(UsageError, match=r"^n 1e\+99 is more than the 2\*\*63 games a seed has$"):

@@ -780,10 +780,7 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
             resolve(policy, args_of[policy])
         except ValueError as e:
             raise UsageError(str(e)) from None
-    try:
-        seed = check_seed(seed)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    seed = check_seed(seed)  # a UsageError naming the seed
     most = runner.MAX_CHUNKS * DEFAULT_CHUNK  # the runs take the default chunk size: no --chunk-size to advise
     if n > most:
         raise UsageError(f"n must be at most {most:,} games per run here ({runner.MAX_CHUNKS:,} parts of "

@@ -6,6 +6,8 @@ The kernels are imported by the functions that use them, not here: a run store's
 
 import numpy as np
 
+from sim.errors import UsageError
+
 MAX_GAME = 2**63 - 1
 """Largest game index (the compiled loops count games in int64)."""
 DECK_SIZE = 40
@@ -14,16 +16,18 @@ the report's figures end their cards-played axis there."""
 
 
 def check_seed(seed) -> int:
-    """The seed as an int; ValueError unless it is an integer in 0..2**64-1."""
+    """The seed as an int; UsageError (a ValueError naming the setting "seed") unless it is an integer in
+    0..2**64-1."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
-        raise ValueError(f"seed must be an integer in 0..2**64-1, not {seed!r}")
+        raise UsageError(f"seed must be an integer in 0..2**64-1, not {seed!r}", "seed")
     return int(seed)
 
 
 def check_game(game) -> int:
-    """The game index as an int; ValueError unless it is an integer in 0..2**63-1."""
+    """The game index as an int; UsageError (a ValueError naming the setting "game") unless it is an integer in
+    0..2**63-1."""
     if isinstance(game, bool) or not isinstance(game, (int, np.integer)) or not 0 <= game <= MAX_GAME:
-        raise ValueError(f"game must be an integer in 0..2**63-1, not {game!r}")
+        raise UsageError(f"game must be an integer in 0..2**63-1, not {game!r}", "game")
     return int(game)
 
 
