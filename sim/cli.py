@@ -190,7 +190,8 @@ def parse_rules(items: list[str] | None):
     try:
         return Rules.from_strings(values)
     except ValueError as e:
-        fail(str(e))
+        several = next((f"{k}={v}" for k, v in values.items() if "," in v), None)
+        fail(f"{e}; several values are for sim sweep (--rule {several})" if several else str(e))
 
 
 def parse_policy_args(items: list[str] | None) -> dict[str, str]:

@@ -657,6 +657,14 @@ def test_paths_in_the_way_are_named_for_what_they_are(tmp_path):
     assert f"cannot write {page}:" in line and ".tmp-" not in line
 
 
+@pytest.mark.parametrize("command", [("run",), ("solve",), ("compare", "-p", "greedy", "-p", "random")])
+def test_a_list_of_rule_values_outside_a_sweep_points_to_sweep(command):
+    line = one_line_error(invoke(*command, "-n", "5", "--rule", "grid=3,4"))
+    assert line == ("Error: rule grid='3,4' is not valid; valid values: integers 2..4; several values are for "
+                    "sim sweep (--rule grid=3,4)"), line
+    assert one_line_error(invoke(*command, "-n", "5", "--rule", "grid=9")).endswith("integers 2..4")
+
+
 def test_a_sweep_value_list_with_an_empty_value_is_a_usage_error():
     assert "KEY=V1,V2" in one_line_error(invoke("sweep", "-n", "10", "--rule", "grid=3,,4"))
 
