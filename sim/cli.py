@@ -1114,7 +1114,7 @@ def solve(
     time_limit: Annotated[Optional[float], typer.Option("--time-limit", metavar="SECONDS", help="Seconds per deal (makes outcomes depend on the machine).")] = None,
     node_limit: Annotated[Optional[str], typer.Option("--node-limit", metavar="N", help="Search nodes (placements tried) per deal: reproducible.")] = None,
     split_after: Annotated[Optional[str], typer.Option("--split-after", metavar="N", help="Serial search nodes after which an unsettled deal is split into subtrees that idle workers share (default 8e6, or 0 with --time-limit, where splits cost wall time and prove no more; 0 never splits). The rows do not depend on who helps. Below 2e6 no SAT question is asked.")] = None,
-    sat_conflicts: Annotated[Optional[str], typer.Option("--sat-conflicts", metavar="N", help="When the serial search leaves a best score open, ask a SAT solver about each card count below the best win found, each question stopped after N conflicts (default 1e6; reproducible; 0: the search alone). Example: --sat-conflicts 0.")] = None,
+    sat_conflicts: Annotated[Optional[str], typer.Option("--sat-conflicts", metavar="N", help="When the serial search leaves a best score open, ask a SAT solver about each card count below the best win found (with none found, from the least up), each question stopped after N conflicts (default 1e6; reproducible; 0: the search alone). Example: --sat-conflicts 0.")] = None,
     rule: RuleOpt = None,
     out: OutOpt = None,
     resume: ResumeOpt = None,

@@ -122,6 +122,45 @@ def test_the_search_goes_on_after_the_sat_questions(rules, horizon, games, monke
         assert r.outcome != "won" or (r.proven_best and replay(deck, r.moves, rules) == (True, r.score))
 
 
+@pytest.mark.parametrize("rules,horizon,games", SMALL, ids=lambda v: str(v) if not isinstance(v, sim.Rules) else
+                         "-".join(f"{k}{x}" for k, x in v.as_dict().items()))
+def test_with_no_win_known_the_questions_from_the_least_count_up_settle_every_deal(rules, horizon, games,
+                                                                                     monkeypatch):
+    # Questions asked before any node (only greedy's game has been played), the search then stopped at 20
+    # nodes, too few for it to settle many deals. With no win known, the questions go from the least card
+    # count up to the most a line can place (the horizon, or every pile full): the first win is the best,
+    # and none at all is a loss.
+    monkeypatch.setattr(sat, "SLACK", 0)
+    monkeypatch.setattr(solver_module, "SAT_AFTER", 0)
+    outcomes = {"won": 0, "lost": 0}
+    unsettled_without = 0
+    for g in range(min(games, 40)):
+        deck = sim.deal(11, g)
+        outcome, score = brute_force(deck, rules, horizon)
+        r = sim.solve(deck, rules, horizon=horizon, node_limit=20, split_after=0, sat_conflicts=10**6)
+        assert (r.outcome, r.score) == (outcome, score), g
+        assert r.outcome != "won" or (r.proven_best and replay(deck, r.moves, rules) == (True, r.score)), g
+        outcomes[outcome] += 1
+        without = sim.solve(deck, rules, horizon=horizon, node_limit=20, split_after=0, sat_conflicts=0)
+        unsettled_without += without.outcome == "unresolved" or (without.outcome == "won" and not without.proven_best)
+    assert unsettled_without, outcomes  # the questions settled deals the search left open
+    assert outcomes["lost"] or rules.grid == 2, outcomes  # every 3x3 setting here has lost deals among these
+
+
+def test_a_deal_of_single_card_piles_the_search_cannot_settle_is_proven_lost_by_one_question():
+    # With max_pile=1 every win has 16 cards, one per pile: the one count SAT is asked about (slack or not).
+    # Seed 1's deal 0 has none; the search alone leaves it open after 3 M nodes (and after 100 M).
+    rules = sim.Rules(max_pile=1)
+    assert sat.most_cards(rules) == 16 and sat.most_cards(sim.Rules()) == 40
+    assert sat.most_cards(sim.Rules(grid=3, max_pile=2), horizon=12) == 12
+    deck = sim.deal(1, 0)
+    assert sim.solve(deck, rules, node_limit=3_000_000, sat_conflicts=0).outcome == "unresolved"
+    r = sim.solve(deck, rules, node_limit=3_000_000)
+    assert r.outcome == "lost" and r.nodes <= 3_000_000
+    won = sim.solve(sim.deal(1, 1), rules, node_limit=3_000_000)  # and the next deal's win, found and replayed
+    assert won.outcome == "won" and won.proven_best and replay(sim.deal(1, 1), won.moves, rules) == (True, 24)
+
+
 def test_a_split_solve_s_bound_goes_up_through_the_counts_sat_ruled_out():
     # The serial solve left: a 19-card win, no win with 16 cards, SAT: none with 18. Once the split
     # solve's level proves none with 17 either, the 19-card win is the best.

@@ -358,8 +358,8 @@ class SolveConfig:
     None: `default_split_after` (SPLIT_AFTER without a time limit, never with one)."""
     sat_conflicts: int = SAT_CONFLICTS
     """When the serial search leaves a best score open, ask the SAT solver (`sim.solver.sat`) about each
-    card count below the best win found, each question stopped after this many conflicts; 0: never
-    (the search alone). Best-score mode only."""
+    card count below the best win found (with none found, from the least up), each question stopped after
+    this many conflicts; 0: never (the search alone). Best-score mode only."""
 
     def sat_budget(self) -> int:
         """The SAT questions' conflicts for this run: 0 (none) in first-win mode."""

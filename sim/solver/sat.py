@@ -262,6 +262,44 @@ def past_ruled_out(floor: int, ruled_out) -> int:
     return floor
 
 
+def most_cards(rules, horizon: int = K.DECK_SIZE) -> int:
+    """The most cards any line can place before it wins: a pile holds at most `max_pile` cards and the grid at
+    most `grid * grid` piles, so no win comes after grid * grid * max_pile cards (nor after the horizon)."""
+    return min(horizon, rules.grid * rules.grid * rules.max_pile)
+
+
+def first_win_count(deck, rules, floor: int, conflicts: int | None, deadline: float | None = None,
+                    horizon: int = K.DECK_SIZE):
+    """With no win known: ask about each card count from `floor` (and not below SLACK cards beyond one per
+    pile, unless no count is that high) up to `most_cards`, until a win or an unknown answer.
+
+    `floor` is the least card count not yet ruled out. Counts are asked
+    upward, so a win found at n has none from the first count asked to
+    n - 1. Returns (best, moves, floor, ruled out above the floor), best 0
+    and moves None when no win was found; the floor goes up through the
+    counts ruled out just above it, as in `below_best`. When it passes
+    `most_cards`, no line wins.
+    """
+    ruled_out = set()
+    best, moves = 0, None
+    top = most_cards(rules, horizon)
+    n = max(floor, min(rules.grid * rules.grid + SLACK, top))
+    while n <= top:
+        answer, cells = win_with(deck, rules, n, conflicts, deadline)
+        if answer == "unknown":
+            break
+        if answer == "win":
+            best = won_after(deck, rules, cells)
+            if not best:
+                raise AssertionError(f"the SAT solver's line for {n} cards does not win: {cells}")
+            moves = tuple(cells[:best])
+            break
+        ruled_out.add(n)
+        n += 1
+    floor = past_ruled_out(floor, ruled_out)
+    return best, moves, floor, tuple(sorted(c for c in ruled_out if c > floor))
+
+
 def below_best(deck, rules, best: int, moves, floor: int, conflicts: int | None, deadline: float | None = None):
     """Ask about each card count from the best win's minus one down to `floor` (and not below SLACK cards
     beyond one per pile), until an answer is unknown.

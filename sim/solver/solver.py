@@ -33,7 +33,7 @@ from sim import kernels as K
 from sim.engine.cards import deal, validate_deck
 from sim.engine.rules import Rules
 from sim.fielddocs import documented
-from sim.solver.sat import below_best, past_ruled_out
+from sim.solver.sat import below_best, first_win_count, most_cards, past_ruled_out
 from sim.solver.settings import (  # re-exported: the solver's outcomes and options
     MAX_COUNT, OUTCOMES, SAT_AFTER, SAT_CONFLICTS, SPLIT_AFTER, default_split_after, too_large,
 )
@@ -263,18 +263,24 @@ class Solver:
         sat_asked = not sat_conflicts or first_win
 
         def ask_sat():
-            """The SAT questions below the best win (`sim.solver.sat.below_best`), in at most half the time limit."""
-            nonlocal best, best_moves, proven_floor, sat_asked, level, least_on
+            """The SAT questions below the best win (`sim.solver.sat.below_best`), or with no win known from the
+            least card count up (`first_win_count`), in at most half the time limit."""
+            nonlocal best, best_moves, proven_floor, sat_asked, level, least_on, lost
             sat_asked = True
             now = time.perf_counter()
-            if not best or best <= proven_floor or (deadline is not None and now >= deadline):
+            if (best and best <= proven_floor) or (deadline is not None and now >= deadline):
                 return
             until = None if deadline is None else min(deadline, now + time_limit / 2)
-            best, best_moves, proven_floor, above = below_best(cards, rules, best, best_moves, proven_floor,
-                                                               sat_conflicts, until)
+            if best:
+                best, best_moves, proven_floor, above = below_best(cards, rules, best, best_moves, proven_floor,
+                                                                   sat_conflicts, until)
+            else:
+                best, best_moves, proven_floor, above = first_win_count(cards, rules, proven_floor, sat_conflicts,
+                                                                        until, horizon)
+                lost = not best and proven_floor > most_cards(rules, horizon)  # no count a line can reach wins
             ruled_out.update(above)
             if least_on and level <= proven_floor:  # the answers finished the least-cards search's level
-                if proven_floor >= best:
+                if best and proven_floor >= best:
                     least_on = False
                 else:
                     level = proven_floor + 1
@@ -325,7 +331,7 @@ class Solver:
                     else:
                         # no win before turn `level`, nor with the card counts SAT ruled out just above it
                         proven_floor = past_ruled_out(max(proven_floor, level), ruled_out)
-                        if proven_floor >= (best or horizon + 1):
+                        if proven_floor >= (best or most_cards(rules, horizon) + 1):
                             least_on = False
                             lost = lost or not best
                         else:
@@ -346,7 +352,7 @@ class Solver:
                                max(bound, K.DECK_SIZE - best), ruled_out, out_of_nodes)
         if lost:
             return SolveResult("lost", None, False, nodes, seconds, None, None)
-        return SolveResult("unresolved", None, False, nodes, seconds, None, bound, out_of_nodes=out_of_nodes)
+        return SolveResult("unresolved", None, False, nodes, seconds, None, bound, ruled_out, out_of_nodes)
 
 
 @dataclass(frozen=True)
@@ -451,7 +457,8 @@ def solve(deck, rules: Rules | None = None, first_win: bool = False, node_limit:
     - ``sat_conflicts``: when the search has not settled the deal after
       SAT_AFTER nodes (2 M; none are asked if it stops first), ask a SAT solver (`sim.solver.sat`,
       python-sat) about each card count below the best win found, from the
-      highest down, each question stopped after this many conflicts
+      highest down (with none found, from the least count up to the most a
+      line can place: none at all is a loss), each question stopped after this many conflicts
       (reproducible; with ``time_limit``, also after half of it); the
       search then goes on. 0 or None: never (the search alone).
     """
@@ -765,7 +772,7 @@ class SplitSolve:
         """Every subtree of the level ended without a win: no win before turn `level`."""
         self.proven_floor = past_ruled_out(max(self.proven_floor, self.level), self.ruled_out)
         self.open = None
-        if self.proven_floor >= (self.best or self.horizon + 1):
+        if self.proven_floor >= (self.best or most_cards(self.rules, self.horizon) + 1):
             self.lost = not self.best
         else:
             self.level = self.proven_floor + 1
