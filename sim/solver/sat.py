@@ -262,6 +262,15 @@ def past_ruled_out(floor: int, ruled_out) -> int:
     return floor
 
 
+def _winning_line(deck, rules, n: int, cells) -> tuple[int, tuple[int, ...]]:
+    """(cards played, line) of the SAT solver's win with `n` cards, cut at the card where the engine says it
+    has won; AssertionError if the engine never does (the formula would not be the game)."""
+    best = won_after(deck, rules, cells)
+    if not best:
+        raise AssertionError(f"the SAT solver's line for {n} cards does not win: {cells}")
+    return best, tuple(cells[:best])
+
+
 def most_cards(rules, horizon: int = K.DECK_SIZE) -> int:
     """The most cards any line can place before it wins: a pile holds at most `max_pile` cards and the grid at
     most `grid * grid` piles, so no win comes after grid * grid * max_pile cards (nor after the horizon)."""
@@ -289,10 +298,7 @@ def first_win_count(deck, rules, floor: int, conflicts: int | None, deadline: fl
         if answer == "unknown":
             break
         if answer == "win":
-            best = won_after(deck, rules, cells)
-            if not best:
-                raise AssertionError(f"the SAT solver's line for {n} cards does not win: {cells}")
-            moves = tuple(cells[:best])
+            best, moves = _winning_line(deck, rules, n, cells)
             break
         ruled_out.add(n)
         n += 1
@@ -320,10 +326,7 @@ def below_best(deck, rules, best: int, moves, floor: int, conflicts: int | None,
         if answer == "unknown":
             break
         if answer == "win":
-            best = won_after(deck, rules, cells)
-            if not best:
-                raise AssertionError(f"the SAT solver's line for {n} cards does not win: {cells}")
-            moves = tuple(cells[:best])
+            best, moves = _winning_line(deck, rules, n, cells)
             n = best - 1
         else:
             ruled_out.add(n)
