@@ -155,10 +155,8 @@ def checked_rows(config):
     A config names its deal source: seeded deals (`deals` None) or a deal
     file, whose decks are loaded here once and whose digest is recorded.
     """
-    try:
-        config = replace(config, seed=check_seed(config.seed))  # a NumPy integer becomes an int (the manifest's JSON)
-    except ValueError as e:
-        raise UsageError(str(e), "seed") from None
+    # A UsageError naming the seed when it is bad; a NumPy integer becomes an int (the manifest's JSON).
+    config = replace(config, seed=check_seed(config.seed))
     for name in ("record_deals", "first_win"):  # a flag: "no" would be true
         value = getattr(config, name, False)
         if not isinstance(value, (bool, np.bool_)):

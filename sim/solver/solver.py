@@ -215,6 +215,7 @@ class Solver:
         if greedy:
             best, best_moves = greedy, tuple(int(c) for c in self.scratch_moves[:greedy])
         proven_floor = floor  # no win comes before this turn
+        beyond = most_cards(rules, horizon) + 1  # no win places this many cards: a floor that reaches it is a loss
         lost = False
         out_of_nodes = False  # the node limit stopped the search
 
@@ -277,7 +278,7 @@ class Solver:
             else:
                 best, best_moves, proven_floor, above = first_win_count(cards, rules, proven_floor, sat_conflicts,
                                                                         until, horizon)
-                lost = not best and proven_floor > most_cards(rules, horizon)  # no count a line can reach wins
+                lost = not best and proven_floor >= beyond
             ruled_out.update(above)
             if least_on and level <= proven_floor:  # the answers finished the least-cards search's level
                 if best and proven_floor >= best:
@@ -331,7 +332,7 @@ class Solver:
                     else:
                         # no win before turn `level`, nor with the card counts SAT ruled out just above it
                         proven_floor = past_ruled_out(max(proven_floor, level), ruled_out)
-                        if proven_floor >= (best or most_cards(rules, horizon) + 1):
+                        if proven_floor >= (best or beyond):
                             least_on = False
                             lost = lost or not best
                         else:
