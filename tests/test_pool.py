@@ -88,3 +88,85 @@ def test_worker_warnings_reach_the_main_process_handler():
     assert {r.process for r in collect.records} == set(pids)
     assert os.getpid() not in set(pids)
     assert all(r.levelno == logging.WARNING and "warning from worker" in r.getMessage() for r in collect.records)
+
+
+def test_closing_the_log_handler_wakes_its_thread():
+    """The handler's thread waits for records; closing it (at every command's exit) must not wait out that wait.
+
+    Here the thread's wait has no timeout at all, so without the wake-up it would never see the close.
+    """
+    import threading
+
+    from sim.jobs.logs import _Shipped, _Stderr
+
+    class Kept(_Stderr):
+        def __init__(self):
+            super().__init__()
+            self.messages = []
+            self.written = threading.Semaphore(0)
+
+        def emit(self, record):
+            super().emit(record)
+            if record is not None:
+                self.messages.append(record.getMessage())
+                self.written.release()
+
+    class Unpolled:
+        """The handler's queue, except that `get` waits for a record however long that takes (no poll)."""
+
+        def __init__(self, queue):
+            self._queue = queue
+
+        def get(self, timeout=None):
+            return self._queue.get()
+
+        def __getattr__(self, name):
+            return getattr(self._queue, name)
+
+    kept = Kept()
+    handler = _Shipped(kept)
+    handler.queue = Unpolled(handler.queue)
+    record = logging.LogRecord("sim.test", logging.WARNING, __file__, 1, "first %d", (1,), None)
+    handler.queue.put_nowait(handler._format_record(record))
+    assert kept.written.acquire(timeout=10)  # from now on the thread waits in Unpolled.get, with no timeout
+    handler.queue.put_nowait(logging.LogRecord("sim.test", logging.WARNING, __file__, 2, "second", (), None))
+    assert kept.written.acquire(timeout=10)
+    handler.close()
+    assert not handler._receive_thread.is_alive()
+    assert kept.messages == ["first 1", "second"]
+
+
+def test_a_forked_copy_of_the_log_handler_closing_leaves_this_process_receiving():
+    """A worker inherits the handler; its copy closing (at its exit) must not end this process's receiving."""
+    import multiprocessing
+    import threading
+
+    from sim.jobs.logs import _Shipped, _Stderr
+
+    class Kept(_Stderr):
+        def __init__(self):
+            super().__init__()
+            self.messages = []
+            self.written = threading.Semaphore(0)
+
+        def emit(self, record):
+            self.messages.append(record.getMessage())
+            self.written.release()
+
+    kept = Kept()
+    handler = _Shipped(kept)
+    fork = multiprocessing.get_context("fork")
+    try:
+        closer = fork.Process(target=handler.close)
+        closer.start()
+        closer.join()
+        record = logging.LogRecord("sim.test", logging.WARNING, __file__, 1, "from a worker %d", (2,), None)
+        worker = fork.Process(target=handler.emit, args=(record,))
+        worker.start()
+        worker.join()
+        assert kept.written.acquire(timeout=10)
+        assert kept.messages == ["from a worker 2"]
+        assert handler._receive_thread.is_alive()
+    finally:
+        handler.close()
+    assert not handler._receive_thread.is_alive()

@@ -39,6 +39,10 @@ class _Stderr(logging.StreamHandler):
             self.handleError(record)
 
 
+_WAKE = None
+"""What `_Shipped.close` puts on the queue to end its receiving thread (no record is None)."""
+
+
 class _Shipped(multiprocessing_logging.MultiProcessingHandler):
     """Ships the forked workers' records to this process; writes this process's own at once.
 
@@ -56,6 +60,39 @@ class _Shipped(multiprocessing_logging.MultiProcessingHandler):
             self.sub_handler.handle(record)
         else:
             super().emit(record)
+
+    def _receive(self):
+        """The receiving thread: writes the workers' records until `close` puts `_WAKE` after them.
+
+        The library's own loop waits for a record up to 0.2 s at a time and
+        looks for the close between waits, so every command's exit waited
+        for it up to that long.
+        """
+        while True:
+            try:
+                record = self.queue.get()
+            except (EOFError, OSError):  # the queue was closed under it
+                break
+            if record is _WAKE:
+                break
+            self.sub_handler.emit(record)
+        self.queue.close()
+        self.queue.join_thread()
+
+    def close(self):
+        """Ends the receiving thread once it has written every record queued so far.
+
+        Only this process's handler has that thread: a forked worker's copy
+        shares the queue, so it must not put the wake-up there.
+        """
+        if self._is_closed:
+            return
+        self._is_closed = True
+        if os.getpid() == self._pid:
+            self.queue.put_nowait(_WAKE)
+            self._receive_thread.join(5.0)
+        self.sub_handler.close()
+        logging.Handler.close(self)
 
 
 DASK_LOGGERS = ("distributed", "asyncio")
