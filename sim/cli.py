@@ -998,6 +998,7 @@ def train(
     validation_n: Annotated[str, typer.Option("--validation-n", metavar="N", help="Held-out deals played at the end.")] = "2000",
     out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Write the values (JSON) here, e.g. values.json.")] = None,
     rule: RuleOpt = None,
+    workers: WorkersOpt = None,
     fmt: SummaryFormatOpt = "text",
     quiet: QuietOpt = False,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, show_default=False,
@@ -1008,9 +1009,10 @@ def train(
     Each round plays the training deals (lookahead first, then planner with
     the values so far), records every position with the deal's outcome and
     fits the values by least squares. The file is a pure function of the
-    arguments; use it with --policy-arg values=FILE, or ship it as
-    policies/data/planner.json (the default values). It plays in this
-    process, on one core (no worker processes, no -w).
+    arguments, whatever -w; use it with --policy-arg values=FILE, or ship it
+    as policies/data/planner.json (the default values). The games are played
+    in -w worker processes, 250 deals at a time, and their positions are
+    summed in the deals' order.
 
     With --out FILE, each finished round is kept in FILE.checkpoint until
     FILE is written: after Ctrl-C (or a kill), the same command goes on
@@ -1018,6 +1020,8 @@ def train(
 
     Example: sim train -n 8000 --seed 21 --out values.json
     """
+    import os
+
     from sim.analysis.tables import count as plural, fmt_pct
     from sim.analysis.train import checkpoint_path, is_values_file, train as run_train
     from sim.errors import Interrupted
@@ -1026,7 +1030,7 @@ def train(
 
     logging_options(verbose, quiet)
     _check_format(fmt, ("text", "json"))
-    count = _count(n)
+    count, workers = _count(n), check_workers(workers)
     held_out = _count(validation_n, "--validation-n")
     check_out_file(out, "values file of sim train", is_values_file)
     check_validation_seed(seed, validation_seed)
@@ -1062,7 +1066,7 @@ def train(
                                validation_seed=validation_seed, validation_n=held_out, rules=parse_rules(rule),
                                on_round=above(bar, None if quiet else report), on_games=bar.update,
                                notify=above(bar, lambda message: say(message, quiet)), checkpoint=kept,
-                               on_resume=above(bar, resumed))
+                               on_resume=above(bar, resumed), workers=workers or os.cpu_count() or 1)
         except Interrupted as e:
             raise Interrupted(f"{e}. Finish with: {command_line()}" if kept.exists() else str(e)) from None
     if out is not None:

@@ -363,11 +363,37 @@ def test_sim_train_help_has_an_example():
     assert "Example: sim train" in r.stdout
 
 
-def test_sim_train_help_says_it_plays_on_one_core():
-    # It has no -w: a user used to sim run's workers is told.
+def test_sim_train_help_says_the_file_does_not_depend_on_its_workers():
     r = invoke("train", "-h")
-    assert "It plays in this process, on one core (no worker processes, no -w)." in " ".join(r.stdout.split())
-    assert "--workers" not in r.stdout
+    said = " ".join(r.stdout.split())
+    assert "--workers" in said and "-w" in said
+    assert "The file is a pure function of the arguments, whatever -w" in said
+
+
+def test_training_in_worker_processes_gives_the_result_of_one_process(monkeypatch):
+    # sim train played on one core. Its positions' sums are floats: added in another order they would give
+    # other values, so each step's positions come back to this process and are added in the deals' order.
+    import sim.analysis.train as training
+
+    monkeypatch.setattr(training, "SELF_PLAY_STEP", 7)  # steps of unequal games: some finish out of order
+    monkeypatch.setattr(training, "VALIDATION_STEP", 3)
+    kw = dict(n=40, rounds=2, seed=4, explore=0.5, loss=-5.0, bootstrap=0.5, decay=0.5, validation_n=10)
+    played = {1: [], 2: []}
+    results = {w: train(workers=w, on_games=played[w].append, **kw).as_json() for w in (1, 2)}
+    assert json.dumps(results[2]) == json.dumps(results[1])
+    assert played[2] == played[1] == [7, 7, 7, 7, 7, 5] * 2 + [3, 3, 3, 1] * 2
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        train(workers=0, **kw)
+
+
+def test_sim_train_writes_the_same_file_whatever_its_workers(tmp_path):
+    args = ("train", "-n", "30", "--rounds", "2", "--seed", "7", "--validation-n", "10", "-q")
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    assert invoke(*args, "-w", "1", "--out", one).exit_code == 0
+    assert invoke(*args, "-w", "2", "--out", two).exit_code == 0
+    assert one.read_bytes() == two.read_bytes()
+    r = invoke(*args, "-w", "0")
+    assert r.exit_code == 2 and r.stderr.strip().splitlines() == ["Error: --workers must be at least 1, not 0"]
 
 
 def test_sim_train_writes_a_values_file_planner_plays(tmp_path):

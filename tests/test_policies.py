@@ -305,6 +305,20 @@ def test_tune_is_reproducible_and_validates_on_another_seed(tmp_path):
     assert sim.play_range(0, 0, 5, "heuristic", policy_args={"weights": str(tmp_path / "w.json")}).game.size == 5
 
 
+def test_sums_of_games_in_worker_processes_are_those_of_one_process():
+    # tune's baseline and final games, and sim train's held-out ones, played in one process before.
+    from policies.heuristic import DEFAULT_WEIGHTS
+    from sim.analysis.tune import play_sums
+
+    counts = {1: [], 2: []}
+    sums = {w: play_sums(5, 230, "heuristic", sim.Rules(), DEFAULT_WEIGHTS, on_games=counts[w].append, step=40,
+                         workers=w) for w in (1, 2)}
+    assert sums[2] == sums[1]
+    assert counts[2] == counts[1] == [40] * 5 + [30]
+    games = sim.play_range(5, 0, 230, "heuristic")
+    assert sums[1] == (int(games.won.sum()), float(games.score[games.won].sum()))
+
+
 def test_tunes_json_holds_the_win_rate_of_the_elites_mean_its_text_gives(tmp_path):
     # When the best vector played is the result, the text gives the elite's mean's training win rate; the JSON and
     # the weights file had no such number.

@@ -170,3 +170,42 @@ def test_a_forked_copy_of_the_log_handler_closing_leaves_this_process_receiving(
     finally:
         handler.close()
     assert not handler._receive_thread.is_alive()
+
+
+def _wait_for_file_on_task_0(task):
+    """Task 0 waits until the file it names exists (at most 10 s); the others return at once."""
+    import time
+
+    i, path = task
+    deadline = time.monotonic() + 10
+    while i == 0 and not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return i
+
+
+def test_results_come_in_the_tasks_order_and_none_is_handed_out_far_ahead_of_a_slow_one(tmp_path):
+    import threading
+
+    from sim.jobs.pool import run_in_order
+
+    release = tmp_path / "release"
+    released = threading.Event()
+    pulled = []
+
+    def tasks():
+        for i in range(20):
+            pulled.append((i, released.is_set()))
+            yield i, str(release)
+
+    def release_task_0():
+        import time
+
+        time.sleep(0.5)  # meanwhile the other worker would run every later task, were nothing holding it back
+        released.set()
+        release.touch()
+
+    threading.Thread(target=release_task_0, daemon=True).start()
+    assert list(run_in_order(_wait_for_file_on_task_0, tasks(), workers=2)) == list(range(20))
+    before = [i for i, after in pulled if not after]
+    assert max(before) <= 2 * 2  # handed out: at most 2 x workers past task 0, while task 0 runs
+    assert list(run_in_order(square, iter(range(5)), workers=1)) == [0, 1, 4, 9, 16]

@@ -50,6 +50,7 @@ from sim.analysis.tune import check_seeds, play_sums
 from sim.engine.rules import Rules
 from sim.errors import Interrupted, RunError, UsageError
 from sim.jobs.files import make_folders, unseal, write_sealed
+from sim.jobs.pool import run_in_order
 from sim.players.api import in_cache, to_compile as to_compile_policy, warm_up
 from sim.stats import wilson
 from sim.version import __version__
@@ -96,16 +97,18 @@ def _explore_play(base, deck, state, rules, params, rng, moves, fired, turn, pic
 
 
 @njit(cache=True)
-def self_play(seed, first_game, count, base, params, rules, explore, round_key, loss, bootstrap, xtx, xty, counts):
-    """Play `count` games of `seed` and add their positions to the normal equations.
+def self_play(seed, first_game, count, base, params, rules, explore, round_key, loss, bootstrap, idx_out, val_out,
+              target_out, counts):
+    """Play `count` games of `seed` and record their positions in order; returns how many.
 
-    xtx (N_WEIGHTS x N_WEIGHTS) and xty (N_WEIGHTS) gather the features and
-    outcomes of every position after a placement that does not end the
-    game. With `bootstrap` > 0 (planner only) a position's target mixes in
-    that share of its backed-up value: the expectation over the next card of
-    the best follow-up by the current values (fitted value iteration, far
-    less noisy than one deal's outcome). counts[0..2] gain the games, the wins and the sum of the scores
-    (losses 0), counts[3] the positions.
+    A position is one after a placement that does not end the game:
+    idx_out[k] and val_out[k] are its sparse features, target_out[k] its
+    target, the deal's outcome. With `bootstrap` > 0 (planner only) a
+    position's target mixes in that share of its backed-up value: the
+    expectation over the next card of the best follow-up by the current
+    values (fitted value iteration, far less noisy than one deal's outcome).
+    The arrays hold DECK_SIZE rows a game. counts[0..2] gain the games, the
+    wins and the sum of the scores (losses 0), counts[3] the positions.
     """
     deck = np.empty(K.DECK_SIZE, np.uint8)  # as a run deals it: the policies' compiled code is a run's
     state = np.empty(K.STATE_SIZE, np.int64)
@@ -118,6 +121,7 @@ def self_play(seed, first_game, count, base, params, rules, explore, round_key, 
     lines = np.empty(SCRATCH, np.int64)
     idx = np.empty(N_TERMS, np.int64)
     val = np.empty(N_TERMS)
+    recorded = 0
     for i in range(count):
         game = first_game + i
         K.deal_into(seed, game, deck)
@@ -154,12 +158,24 @@ def self_play(seed, first_game, count, base, params, rules, explore, round_key, 
                         if after[K.STOCK_LEFT] > 0:
                             backed = policies.planner.expected_value(after, rules, params, prefix, lines)
                         target = (1.0 - bootstrap) * outcome + bootstrap * backed
-                    for a in range(len(idx)):
-                        xty[idx[a]] += val[a] * target
-                        for c in range(len(idx)):
-                            xtx[idx[a], idx[c]] += val[a] * val[c]
+                    idx_out[recorded] = idx
+                    val_out[recorded] = val
+                    target_out[recorded] = target
+                    recorded += 1
                     counts[3] += 1
             K.place(state, rules, cell, card)
+    return recorded
+
+
+@njit(cache=True)
+def add_positions(idx, val, target, xtx, xty):
+    """Add recorded positions (`self_play`), in order, to the normal equations xtx (N_WEIGHTS x N_WEIGHTS) and
+    xty (N_WEIGHTS): the same sums, in the same order, wherever the games were played."""
+    for k in range(idx.shape[0]):
+        for a in range(idx.shape[1]):
+            xty[idx[k, a]] += val[k, a] * target[k]
+            for c in range(idx.shape[1]):
+                xtx[idx[k, a], idx[k, c]] += val[k, a] * val[k, c]
 
 
 @dataclass(frozen=True)
@@ -244,14 +260,15 @@ def _round_weights(w: np.ndarray) -> np.ndarray:
 
 
 SELF_PLAY_STEP = 250
-"""Games of self-play between two calls of `on_games`: a round's games go in steps, each going on where the last
-stopped, so that the sums, and the values, are the same as in one call."""
+"""Games of self-play in a step (a worker's task, then a call of `on_games`): a round's games go in steps, each
+going on where the last stopped, and their positions are summed in the steps' order, so that the sums, and the
+values, are the same as in one call, whatever the workers."""
 
 
 def to_compile() -> str | None:
     """What `train` compiles before its first game (its self-play, then planner's game loop), saying how often;
     None when numba's cache holds it all."""
-    if in_cache(self_play) and to_compile_policy("planner") is None:
+    if in_cache(self_play) and in_cache(add_positions) and to_compile_policy("planner") is None:
         return None
     return "self-play and planner (first run only)"
 
@@ -362,8 +379,13 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
           ridge: float = 1.0, bootstrap: float = 0.0, decay: float = 1.0,
           validation_seed: int | None = None, validation_n: int = 2_000,
           rules: Rules | None = None, on_round=None, on_games=None, notify=None,
-          against_shipped: bool = True, checkpoint: Path | None = None, on_resume=None) -> TrainResult:
+          against_shipped: bool = True, checkpoint: Path | None = None, on_resume=None,
+          workers: int = 1) -> TrainResult:
     """Learn planner's values on `n` deals of `seed` per round; validate on another seed.
+
+    Self-play and the held-out games are spread over `workers` processes,
+    the steps of each summed in order: the result does not depend on
+    `workers`.
 
     With `against_shipped`, the shipped values play the same held-out deals
     too, so that values that do worse (a short training, say) are seen as such.
@@ -384,6 +406,8 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
     seed, validation_seed = check_seeds(seed, validation_seed)
     if n < 1 or rounds < 1 or validation_n < 1:
         raise ValueError("n, rounds and validation_n must be at least 1")
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
     if not 0.0 <= explore <= 1.0:
         raise UsageError(f"explore must be in 0..1, got {explore}", "explore")
     if not (math.isfinite(loss) and loss <= 0.0):
@@ -415,9 +439,9 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
         notify(f"compiling {what}…")
     try:
         weights, history = _rounds(n, seed, rounds, explore, loss, ridge, bootstrap, decay, rules_array, weights,
-                                   history, xtx, xty, on_round, on_games, checkpoint, settings)
+                                   history, xtx, xty, on_round, on_games, checkpoint, settings, workers)
         return _validate(weights, history, loss, validation_seed, validation_n, rules, settings, on_games,
-                         against_shipped)
+                         against_shipped, workers)
     except KeyboardInterrupt:
         if checkpoint is None:
             raise
@@ -428,12 +452,28 @@ def train(n: int = 20_000, seed: int = 21, rounds: int = 3, explore: float = 0.5
         raise Interrupted(f"interrupted {where}; {said}") from None
 
 
+def _self_play_block(task):
+    """One step of a round's self-play (`self_play`): (features, values, targets of its positions, counts)."""
+    seed, start, count, base, params, rules_array, explore, round_key, loss, bootstrap = task
+    idx = np.empty((count * K.DECK_SIZE, N_TERMS), np.int64)
+    val = np.empty((count * K.DECK_SIZE, N_TERMS))
+    target = np.empty(count * K.DECK_SIZE)
+    counts = np.zeros(4)
+    # Typed as the engine's seeds and games: one compiled signature for every seed up to 2**64 - 1.
+    k = self_play(np.uint64(seed), np.int64(start), count, base, params, rules_array, explore, np.uint64(round_key),
+                  loss, bootstrap, idx, val, target, counts)
+    return idx[:k], val[:k], target[:k], counts
+
+
 def _rounds(n, seed, rounds, explore, loss, ridge, bootstrap, decay, rules_array, weights, history, xtx, xty,
-            on_round, on_games, checkpoint, settings):
+            on_round, on_games, checkpoint, settings, workers):
     """Play and fit the rounds after those in `history` (xtx, xty summed in place); (weights, history).
 
     `history` is the caller's list, grown as each round is done, so that an interrupt can say how far it got.
     """
+    if workers > 1:  # compiled (or loaded from numba's cache) here, before the workers fork
+        _self_play_block((seed, 0, 0, BASE_LOOKAHEAD, DEFAULT_WEIGHTS.astype(np.float64), rules_array, explore, 1,
+                          loss, bootstrap))
     for r in range(len(history), rounds):
         xtx *= decay  # earlier rounds' positions count less: they come from weaker play
         xty *= decay
@@ -443,13 +483,13 @@ def _rounds(n, seed, rounds, explore, loss, ridge, bootstrap, decay, rules_array
         else:
             base, name = BASE_PLANNER, "planner"
             params = np.array(weights_to_params(weights, loss) + search_params(SELF_PLAY), np.float64)
-        for start in range(0, n, SELF_PLAY_STEP):
-            count = min(SELF_PLAY_STEP, n - start)
-            # Typed as the engine's seeds and games: one compiled signature for every seed up to 2**64 - 1.
-            self_play(np.uint64(seed), np.int64(start), count, base, params, rules_array, explore, np.uint64(r + 1),
-                      loss, bootstrap, xtx, xty, counts)
+        blocks = ((seed, start, min(SELF_PLAY_STEP, n - start), base, params, rules_array, explore, r + 1, loss,
+                   bootstrap) for start in range(0, n, SELF_PLAY_STEP))
+        for idx, val, target, played in run_in_order(_self_play_block, blocks, workers):
+            add_positions(idx, val, target, xtx, xty)
+            counts += played
             if on_games is not None:
-                on_games(count)
+                on_games(int(played[0]))
         weights = _round_weights(fit(xtx, xty, ridge))
         summary = {"round": r + 1, "policy": name, "games": int(counts[0]), "win_rate": counts[1] / counts[0],
                    "mean_score_per_deal": counts[2] / counts[0], "positions": int(counts[3])}
@@ -462,20 +502,21 @@ def _rounds(n, seed, rounds, explore, loss, ridge, bootstrap, decay, rules_array
     return weights, history
 
 
-def _validate(weights, history, loss, validation_seed, validation_n, rules, settings, on_games, against_shipped):
+def _validate(weights, history, loss, validation_seed, validation_n, rules, settings, on_games, against_shipped,
+              workers):
     """Play the learned values (and the shipped ones) on the held-out deals; the TrainResult."""
     params = validate_values({"format": FORMAT, "features": list(FEATURE_SET), "weights": weights.tolist(),
                               "loss": loss}, "trained")
     warm_up("planner")
     wins, total = play_sums(validation_seed, validation_n, "planner", rules, np.array(params + search_params()),
-                            on_games=on_games, step=VALIDATION_STEP)
+                            on_games=on_games, step=VALIDATION_STEP, workers=workers)
     mean_score = total / validation_n
     shipped_wins = shipped_mean_score = None
     if against_shipped:
         shipped = policies.planner.parse_values("default")
         shipped_wins, shipped_total = play_sums(validation_seed, validation_n, "planner", rules,
                                                 np.array(shipped + search_params()), on_games=on_games,
-                                                step=VALIDATION_STEP)
+                                                step=VALIDATION_STEP, workers=workers)
         shipped_mean_score = shipped_total / validation_n
     return TrainResult(
         weights=tuple(float(w) for w in weights), loss=float(loss), history=tuple(history),

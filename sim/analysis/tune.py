@@ -21,7 +21,7 @@ from policies.heuristic import DEFAULT_WEIGHTS, FEATURES
 from sim.engine.cards import check_seed
 from sim.engine.rules import Rules
 from sim.errors import UsageError
-from sim.jobs.pool import run_tasks
+from sim.jobs.pool import run_in_order, run_tasks
 from sim.players.api import play_range, warm_up
 from sim.stats import wilson
 
@@ -91,29 +91,36 @@ def check_seeds(seed, validation_seed) -> tuple[int, int | None]:
     return checked[0], checked[1]
 
 
-PLAY_STEP = 100_000
-"""Games per `play_range` call when only sums are wanted."""
+PLAY_STEP = 10_000
+"""Games per `play_range` call when only sums are wanted: a step of `play_sums`, and a task of its workers."""
 
 
 def play_sums(seed: int, n: int, policy: str, rules: Rules, params, on_games=None,
-              step: int = PLAY_STEP) -> tuple[int, float]:
+              step: int = PLAY_STEP, workers: int = 1) -> tuple[int, float]:
     """(wins, total score of the wins) of games 0..n-1 of `seed`, played `step` games at a time, so that memory
     stays bounded whatever n and Ctrl-C and `on_games(count)` come between the steps (the games, and so the
-    sums, do not depend on the steps)."""
+    sums, do not depend on the steps). With `workers` > 1 the steps are played in worker processes and summed
+    in order (the caller compiles `policy` first, with `warm_up`, before they fork)."""
     wins, score = 0, 0.0
-    for start in range(0, n, step):
-        count = min(step, n - start)
-        cols = play_range(seed, start, start + count, policy, rules, params=params)
-        wins += int(cols.won.sum())
-        score += float(np.where(cols.won, cols.score, 0).sum())
+    steps = ((seed, start, min(step, n - start), policy, rules, params) for start in range(0, n, step))
+    for count, step_wins, step_score in run_in_order(_play_step, steps, workers):
+        wins += step_wins
+        score += step_score
         if on_games is not None:
             on_games(count)
     return wins, score
 
 
-def _evaluate(task, on_games=None):
+def _play_step(task) -> tuple[int, int, float]:
+    """One step of `play_sums`: (games, wins, total score of the wins)."""
+    seed, start, count, policy, rules, params = task
+    cols = play_range(seed, start, start + count, policy, rules, params=params)
+    return count, int(cols.won.sum()), float(np.where(cols.won, cols.score, 0).sum())
+
+
+def _evaluate(task, on_games=None, workers=1):
     policy, weights, seed, n, rules = task
-    return play_sums(seed, n, policy, Rules(**rules), np.asarray(weights), on_games=on_games)
+    return play_sums(seed, n, policy, Rules(**rules), np.asarray(weights), on_games=on_games, workers=workers)
 
 
 def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int = 15, population: int = 30,
@@ -150,7 +157,8 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
     validation_seed = (seed + 1) % 2**64 if validation_seed is None else validation_seed  # seeds are 64-bit
     validation_n = validation_n or n
     warm_up(policy)  # compiled once here, before the workers fork
-    baseline_wins = _evaluate((policy, DEFAULT_WEIGHTS.tolist(), seed, n, rules.as_dict()), on_other_games)[0]
+    baseline_wins = _evaluate((policy, DEFAULT_WEIGHTS.tolist(), seed, n, rules.as_dict()), on_other_games,
+                              workers)[0]
     baseline = baseline_wins / n
     if on_baseline is not None:
         on_baseline(baseline)
@@ -186,12 +194,13 @@ def tune(policy: str = "heuristic", n: int = 40_000, seed: int = 11, rounds: int
         if on_round is not None:
             on_round(r + 1, wins.max() / n, wins.mean() / n)
     weights = np.round(mean, 4)
-    train, train_score = _evaluate((policy, weights.tolist(), seed, n, rules.as_dict()), on_other_games)
+    train, train_score = _evaluate((policy, weights.tolist(), seed, n, rules.as_dict()), on_other_games, workers)
     mean_train, chosen = train / n, "mean"
     if train < baseline_wins and best_played is not None and best_played[:2] > (train, train_score):
         train, chosen = best_played[0], "best played"
         weights = best_played[2]  # as it was played: its win rates are its own
-    valid = _evaluate((policy, weights.tolist(), validation_seed, validation_n, rules.as_dict()), on_other_games)[0]
+    valid = _evaluate((policy, weights.tolist(), validation_seed, validation_n, rules.as_dict()), on_other_games,
+                      workers)[0]
     return TuneResult(
         features=tuple(FEATURES), weights=tuple(float(w) for w in weights),
         train_win_rate=train / n, validation_win_rate=valid / validation_n,

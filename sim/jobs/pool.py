@@ -208,3 +208,34 @@ def run_tasks(
                 p.join()
         for c in conns:
             c.close()
+
+
+def run_in_order(fn: Callable, tasks: Iterable, workers: int, what: str = "step") -> Iterator:
+    """fn(task) for each task, yielded in the tasks' order; in worker processes (`run_tasks`) when `workers` > 1.
+
+    For a caller that sums the results: summed in the tasks' order, floats
+    come out the same bit for bit whatever the number of workers. A result
+    that comes early waits here for those before it; no task is handed out
+    more than 2 x `workers` ahead of the first unfinished one, so that few
+    wait, however slow that one is. With one worker the tasks run in this
+    process, one after another.
+    """
+    if workers <= 1:
+        for task in tasks:
+            yield fn(task)
+        return
+    following = 0  # the first task whose result is not yet yielded
+
+    def feed():
+        for i, task in enumerate(tasks):
+            while i - following >= 2 * workers:  # task `following` is in flight: a result will come
+                yield WAIT
+            yield i, task
+
+    waiting = {}
+    for i, result in run_tasks(fn, feed(), workers, what=what):
+        waiting[i] = result
+        while following in waiting:
+            result = waiting.pop(following)
+            following += 1
+            yield result
