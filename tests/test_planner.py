@@ -354,6 +354,29 @@ def test_training_explores_under_rules_where_a_game_can_run_out_of_cells():
     assert result.settings["rules"] == rules.as_dict()
 
 
+SAME_CHOOSE = """
+import sim, policies.heuristic, policies.lookahead, policies.planner
+from sim.analysis.train import train
+
+for policy in ("heuristic", "lookahead", "planner"):
+    sim.play_range(0, 0, 2, policy)
+train(n=2, rounds=2, validation_n=2, against_shipped=False)
+sim.play_range(0, 0, 1, "rollout", policy_args={"samples": 2})
+print([len(m.choose.signatures) for m in (policies.heuristic, policies.lookahead, policies.planner)])
+"""
+
+
+def test_self_play_and_rollout_play_the_choose_a_run_compiled():
+    # A run deals uint8 cards. Self-play (and rollout's playouts) dealing int64 ones compiled each policy's choose
+    # a second time, for another type of card: tens of seconds of every first training. In a fresh process, so
+    # that no other test's calls count.
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", SAME_CHOOSE], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "[1, 1, 1]"
+
+
 # --- sim train ----------------------------------------------------------------------------------
 
 
