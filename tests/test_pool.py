@@ -2,10 +2,11 @@
 
 import logging
 import os
+import threading
 
 import pytest
 
-from sim.jobs.logs import setup_logging
+from sim.jobs.logs import _Shipped, _Stderr, setup_logging
 from sim.jobs.pool import TaskFailed, WorkerDied, run_tasks
 
 
@@ -90,27 +91,24 @@ def test_worker_warnings_reach_the_main_process_handler():
     assert all(r.levelno == logging.WARNING and "warning from worker" in r.getMessage() for r in collect.records)
 
 
+class Kept(_Stderr):
+    """The command line's writer, keeping each record's message instead, and counting them (`written`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+        self.written = threading.Semaphore(0)
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+        self.written.release()
+
+
 def test_closing_the_log_handler_wakes_its_thread():
     """The handler's thread waits for records; closing it (at every command's exit) must not wait out that wait.
 
     Here the thread's wait has no timeout at all, so without the wake-up it would never see the close.
     """
-    import threading
-
-    from sim.jobs.logs import _Shipped, _Stderr
-
-    class Kept(_Stderr):
-        def __init__(self):
-            super().__init__()
-            self.messages = []
-            self.written = threading.Semaphore(0)
-
-        def emit(self, record):
-            super().emit(record)
-            if record is not None:
-                self.messages.append(record.getMessage())
-                self.written.release()
-
     class Unpolled:
         """The handler's queue, except that `get` waits for a record however long that takes (no poll)."""
 
@@ -139,19 +137,6 @@ def test_closing_the_log_handler_wakes_its_thread():
 def test_a_forked_copy_of_the_log_handler_closing_leaves_this_process_receiving():
     """A worker inherits the handler; its copy closing (at its exit) must not end this process's receiving."""
     import multiprocessing
-    import threading
-
-    from sim.jobs.logs import _Shipped, _Stderr
-
-    class Kept(_Stderr):
-        def __init__(self):
-            super().__init__()
-            self.messages = []
-            self.written = threading.Semaphore(0)
-
-        def emit(self, record):
-            self.messages.append(record.getMessage())
-            self.written.release()
 
     kept = Kept()
     handler = _Shipped(kept)
@@ -184,8 +169,6 @@ def _wait_for_file_on_task_0(task):
 
 
 def test_results_come_in_the_tasks_order_and_none_is_handed_out_far_ahead_of_a_slow_one(tmp_path):
-    import threading
-
     from sim.jobs.pool import run_in_order
 
     release = tmp_path / "release"

@@ -485,7 +485,8 @@ def _rounds(n, seed, rounds, explore, loss, ridge, bootstrap, decay, rules_array
             params = np.array(weights_to_params(weights, loss) + search_params(SELF_PLAY), np.float64)
         blocks = ((seed, start, min(SELF_PLAY_STEP, n - start), base, params, rules_array, explore, r + 1, loss,
                    bootstrap) for start in range(0, n, SELF_PLAY_STEP))
-        for idx, val, target, played in run_in_order(_self_play_block, blocks, workers):
+        for idx, val, target, played in run_in_order(_self_play_block, blocks,
+                                                     min(workers, -(-n // SELF_PLAY_STEP))):
             add_positions(idx, val, target, xtx, xty)
             counts += played
             if on_games is not None:

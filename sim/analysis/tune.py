@@ -103,7 +103,7 @@ def play_sums(seed: int, n: int, policy: str, rules: Rules, params, on_games=Non
     in order (the caller compiles `policy` first, with `warm_up`, before they fork)."""
     wins, score = 0, 0.0
     steps = ((seed, start, min(step, n - start), policy, rules, params) for start in range(0, n, step))
-    for count, step_wins, step_score in run_in_order(_play_step, steps, workers):
+    for count, step_wins, step_score in run_in_order(_play_step, steps, min(workers, -(-n // step))):
         wins += step_wins
         score += step_score
         if on_games is not None:
