@@ -381,9 +381,12 @@ def check_validation_seed(seed: int, validation_seed: int | None) -> None:
 
 
 def check_scheduler(executor: str, scheduler: str | None) -> None:
-    """--scheduler goes with --executor dask and is a Dask address; checked before anything is created."""
-    from sim.jobs.executors import ExecutorError, check_scheduler as check_address
+    """--executor is local or dask, and --scheduler goes with dask and is a Dask address; checked before anything
+    is created (or reused: compare and sweep may play nothing at all)."""
+    from sim.jobs.executors import EXECUTORS, ExecutorError, check_scheduler as check_address
 
+    if executor not in EXECUTORS:
+        fail(f"unknown executor {executor!r}; executors: {', '.join(EXECUTORS)}")
     if scheduler is None:
         return
     if executor != "dask":
@@ -803,6 +806,8 @@ def compare(
     png: PngDirOpt = None,
     html: HtmlOpt = None,
     policy_arg: PolicyArgOpt = None,
+    executor: ExecutorOpt = "local",
+    scheduler: SchedulerOpt = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = 0,
 ):
@@ -829,7 +834,8 @@ def compare(
         fail("give either run directories or --policy, not both")
     if not runs and not policy:
         fail("give two or more run directories, or two or more --policy with -n")
-    how = execution(workers, quiet, force=force, record_deals=record_deals)
+    check_scheduler(executor, scheduler)
+    how = execution(workers, quiet, force=force, record_deals=record_deals, executor=executor, scheduler=scheduler)
     with library_errors(verbose):
         if policy:
             if n is None:
@@ -840,9 +846,9 @@ def compare(
         else:
             # The runs record their seed and policy arguments: a --seed (0 too) or --policy-arg would be ignored.
             if given(n=n, seed=seed, rule=rule, policy_arg=policy_arg, record_deals=record_deals, force=force,
-                     workers=workers):
-                fail("-n, --seed, --rule, --policy-arg, --workers, --force and --record-deals go with --policy, "
-                     "not with run directories")
+                     workers=workers, scheduler=scheduler) or executor != "local":
+                fail("-n, --seed, --rule, --policy-arg, --workers, --force, --record-deals, --executor and "
+                     "--scheduler go with --policy, not with run directories")
             result = cmp.compare_runs(runs)
         reports = cmp.arm_reports(result) if png is not None or html is not None else []
     from sim.analysis import html as pages, plots
@@ -865,6 +871,8 @@ def sweep(
     png: PngDirOpt = None,
     html: HtmlOpt = None,
     policy_arg: PolicyArgOpt = None,
+    executor: ExecutorOpt = "local",
+    scheduler: SchedulerOpt = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = 0,
 ):
@@ -883,7 +891,8 @@ def sweep(
 
     logging_options(verbose, quiet)
     check_policy(policy)
-    how = execution(workers, quiet, force=force, record_deals=record_deals)
+    check_scheduler(executor, scheduler)
+    how = execution(workers, quiet, force=force, record_deals=record_deals, executor=executor, scheduler=scheduler)
     with library_errors(verbose):
         axes = sw.parse_sweep_options(rule)
         result = sw.sweep(policy, _count(n), axes, seed=seed, policy_args=parse_policy_args(policy_arg), **how)

@@ -33,21 +33,22 @@ WORKERS = ("-w", ("1", "2"), ("0", "x"))
 RULE = ("--rule", ("grid=3", "grid=2", "max_pile=2", "max_face_down=0", "max_face_down=15", "adjacency=king"),
         ("grid=9", "max_pile=0", "adjacency=diagonal", "foo=1", "grid", "=3", "grid=3,4"))
 BAD_POLICIES = ("nope", "missing.py:choose", "os:path", "")
+EXECUTOR = ("--executor", ("local",), ("xyz", "Dask"))
 
 SLOTS = {
     "run": (COUNTS, SEED, WORKERS, RULE, ("--policy", ("greedy", "random", "heuristic"), BAD_POLICIES),
             ("--chunk-size", ("3", "10"), ("0", "1e9")), ("--deals", ("decks.jsonl",), ("bad.jsonl", "missing.jsonl")),
-            ("--record-deals", FLAG, ()), ("--force", FLAG, ()), ("-f", ("text", "json"), ("xml",))),
+            ("--record-deals", FLAG, ()), ("--force", FLAG, ()), ("-f", ("text", "json"), ("xml",)), EXECUTOR),
     "run --resume": ((None, (RUN,), ("missing-run", "decks.jsonl"), True), WORKERS),
     "report": ((None, (RUN,), ("missing-run", "decks.jsonl"), True), (None, (RUN,), ()),
                ("-f", ("text", "json", "markdown"), ("xml",))),
     "compare --policy greedy --policy random": (COUNTS, SEED, WORKERS, RULE, ("--policy", ("heuristic",), BAD_POLICIES),
-                                                ("--force", FLAG, ())),
+                                                ("--force", FLAG, ()), EXECUTOR),
     "sweep": (COUNTS, SEED, WORKERS, ("--rule", ("grid=2,3", "max_face_down=3,4"), ("max_pile=2,9", "foo=1,2", "grid=",
                                                                                      "grid=3,,4"), True),
-              ("-p", ("greedy", "random"), BAD_POLICIES)),
+              ("-p", ("greedy", "random"), BAD_POLICIES), EXECUTOR),
     "solve": (COUNTS, SEED, WORKERS, RULE, ("--node-limit", ("100", "1e3"), ("0", "x"), True),
-              ("--first-win", FLAG, ()), ("--force", FLAG, ())),
+              ("--first-win", FLAG, ()), ("--force", FLAG, ()), EXECUTOR),
     "replay": (("--game", ("0", "3"), ("-1", "x", str(2**63))), ("--policy", ("greedy", "heuristic"), BAD_POLICIES),
                ("--deck", (DECK,), ("1 2 3", "5 " * 40, "[1,2]")), ("--run", (RUN,), ("missing-run", "decks.jsonl"))),
     "deal": (("--game", ("0", "5"), ("-2", "x")), ("--json", FLAG, ())),

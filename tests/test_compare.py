@@ -82,6 +82,26 @@ def test_compare_policies_plays_the_same_decks_and_pairs_them(tmp_path, monkeypa
     assert refused.exit_code == 2 and "twice" in refused.stderr
 
 
+@pytest.mark.parametrize("args,says", [
+    (["compare", "--policy", "greedy", "--policy", "random", "-n", "100", "--executor", "xyz"],
+     "Error: unknown executor 'xyz'; executors: local, dask"),
+    (["sweep", "--rule", "grid=3,4", "-n", "100", "--executor", "xyz"],
+     "Error: unknown executor 'xyz'; executors: local, dask"),
+    (["sweep", "--rule", "grid=3,4", "-n", "100", "--scheduler", "tcp://127.0.0.1:8786"],
+     "Error: --scheduler goes with --executor dask"),
+    (["compare", "a", "b", "--executor", "dask"], "Error: -n, --seed, --rule, --policy-arg, --workers, --force, "
+     "--record-deals, --executor and --scheduler go with --policy, not with run directories"),
+])
+def test_where_compare_and_sweep_play_is_checked_before_any_run(tmp_path, monkeypatch, args, says):
+    # An unknown executor was found only by the first run played (after its "playing ..." notice), and never when
+    # every run was reused.
+    monkeypatch.chdir(tmp_path)
+    r = cli.invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert r.stderr.strip().splitlines() == [says]
+    assert not (tmp_path / "results").exists()
+
+
 def test_compare_existing_runs_of_two_rule_settings(tmp_path, read_games):
     a = sim.run(sim.RunConfig(policy="greedy", n=N, seed=2), workers=2, out=tmp_path / "a").path
     b = sim.run(sim.RunConfig(policy="greedy", n=N, seed=2, rules=sim.Rules(max_pile=3)), workers=2,

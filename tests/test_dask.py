@@ -76,6 +76,30 @@ def test_dask_scheduler_from_the_environment_and_resume(cluster, tmp_path, monke
 
 
 @pytest.mark.slow
+def test_compare_and_sweep_play_their_runs_on_a_cluster_with_the_rows_of_local_runs(cluster, tmp_path, monkeypatch,
+                                                                                    read_games):
+    # They played their runs in local worker processes only: only sim run and sim solve took --executor.
+    from typer.testing import CliRunner
+
+    from sim.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    on_cluster = ("--executor", "dask", "--scheduler", cluster.scheduler_address, "-q")
+    r = CliRunner().invoke(app, ["compare", "--policy", "greedy", "--policy", "random", "-n", "3000", *on_cluster])
+    assert r.exit_code == 0, r.output
+    s = CliRunner().invoke(app, ["sweep", "--rule", "grid=3,4", "-n", "2000", *on_cluster])
+    assert s.exit_code == 0, s.output
+    made = sorted((tmp_path / "results").iterdir())
+    assert [d.name for d in made] == ["greedy-seed0-n2000", "greedy-seed0-n2000-grid3", "greedy-seed0-n3000",
+                                      "random-seed0-n3000"]
+    for d in made:
+        m = json.loads((d / "manifest.json").read_text())
+        assert m["executor"] == "dask" and m["status"] == "complete", d
+        config = sim.RunConfig(policy=m["policy"], n=m["n"], rules=sim.Rules(**m["rules"]))
+        assert read_games(d).equals(read_games(sim.run(config, workers=1, out=tmp_path / "local" / d.name).path))
+
+
+@pytest.mark.slow
 def test_a_lost_worker_changes_no_row(cluster, tmp_path, read_games):
     client = distributed.Client(cluster.scheduler_address)
     try:

@@ -761,8 +761,13 @@ def _run_label(config: "RunConfig") -> str:
 def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: int | None = None,
               force: bool = False, record_deals: bool = False, progress: bool = False, command: str | None = None,
               notify: Callable[[str], None] | None = None,
-              policy_args: dict[str, str] | None = None) -> list[tuple[Path, bool]]:
+              policy_args: dict[str, str] | None = None, executor: str = "local",
+              scheduler: str | None = None) -> list[tuple[Path, bool]]:
     """One sim.run per (policy, rules), all with the same seed and n, in their default results/ directories.
+
+    `executor` and `scheduler` say where the runs played or finished here
+    are played, as for `sim.run`: they do not change the rows, so a complete
+    run is reused wherever it was played.
 
     A directory that already holds a complete run with the same settings is
     reused (not played again) unless `force`, and the same run interrupted
@@ -822,10 +827,11 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
         try:
             if action == "finish":
                 resume(out, policy=config.policy, policy_args=config.policy_args, workers=workers,
+                       executor=executor if executor != "local" or scheduler else None, scheduler=scheduler,
                        progress=progress, notify=notify)
             elif action != "reuse":
-                run(config, out=out, force=force or action == "replace", workers=workers, progress=progress,
-                    command=command, notify=notify)
+                run(config, out=out, force=force or action == "replace", workers=workers, executor=executor,
+                    scheduler=scheduler, progress=progress, command=command, notify=notify)
         except Interrupted as e:
             raise Interrupted(_finish_all(str(e), force, command)) from None
         made.append((out, action == "reuse"))
