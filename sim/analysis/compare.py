@@ -827,8 +827,7 @@ def make_runs(specs: list[tuple[str, Rules]], n: int, seed: int = 0, workers: in
         try:
             if action == "finish":
                 resume(out, policy=config.policy, policy_args=config.policy_args, workers=workers,
-                       executor=executor if executor != "local" or scheduler else None, scheduler=scheduler,
-                       progress=progress, notify=notify)
+                       executor=executor, scheduler=scheduler, progress=progress, notify=notify)
             elif action != "reuse":
                 run(config, out=out, force=force or action == "replace", workers=workers, executor=executor,
                     scheduler=scheduler, progress=progress, command=command, notify=notify)
