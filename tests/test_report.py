@@ -237,3 +237,19 @@ def test_runs_of_one_policy_with_other_arguments_are_told_apart(tmp_path):
     from sim.analysis import plots
 
     assert "s3 (rollout base=greedy samples=3, 10 games" in plots.run_caption([load_report(runs[1])])
+
+
+def test_a_verified_part_without_a_games_column_is_a_one_line_error(tmp_path):
+    # The parts are counted in threads: an error in one of them still reaches the command as its one line.
+    import hashlib
+
+    out = sim.run(sim.RunConfig(n=300), workers=1, chunk_size=100, out=tmp_path / "r").path
+    part = out / "games" / "part-00001.parquet"
+    meta = {k: v for k, v in pl.read_parquet_metadata(part).items() if k.startswith("foursquare_sim.")}
+    pl.read_parquet(part).drop("end").write_parquet(part, metadata=meta)
+    m = json.loads((out / "manifest.json").read_text())
+    m["part_info"][part.name]["sha256"] = hashlib.sha256(part.read_bytes()).hexdigest()  # as if the run wrote it
+    (out / "manifest.json").write_text(json.dumps(m))
+    r = cli.invoke(app, ["report", str(out)])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.strip().splitlines() == [f"Error: {out} has no column end: not a games table"]
