@@ -253,3 +253,26 @@ def test_a_verified_part_without_a_games_column_is_a_one_line_error(tmp_path):
     r = cli.invoke(app, ["report", str(out)])
     assert r.exit_code == 2, r.output
     assert r.stderr.strip().splitlines() == [f"Error: {out} has no column end: not a games table"]
+
+
+def test_an_error_in_one_part_stops_the_count_without_reading_the_rest(tmp_path, monkeypatch):
+    # The parts are counted in threads: once one fails, those not yet begun must not be read (a large run
+    # would be read to its end before the error, or a Ctrl-C, is said).
+    import hashlib
+
+    import sim.analysis.report as report
+    from sim.errors import UsageError
+
+    out = sim.run(sim.RunConfig(n=600), workers=1, chunk_size=10, out=tmp_path / "r").path
+    part = out / "games" / "part-00000.parquet"
+    meta = {k: v for k, v in pl.read_parquet_metadata(part).items() if k.startswith("foursquare_sim.")}
+    pl.read_parquet(part).drop("end").write_parquet(part, metadata=meta)
+    m = json.loads((out / "manifest.json").read_text())
+    m["part_info"][part.name]["sha256"] = hashlib.sha256(part.read_bytes()).hexdigest()
+    (out / "manifest.json").write_text(json.dumps(m))
+    read = []
+    part_bytes = report.part_bytes
+    monkeypatch.setattr(report, "part_bytes", lambda *a: read.append(a) or part_bytes(*a))
+    with pytest.raises(UsageError, match="has no column end"):
+        report.game_counts(out)
+    assert len(read) < 60

@@ -159,14 +159,12 @@ def game_counts(run_dir: str | Path) -> pl.DataFrame:
         data.seek(0)
         return pl.read_parquet(data, columns=list(KEYS)).group_by(*KEYS).agg(pl.len().cast(pl.UInt64).alias("count"))
 
-    threads = ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1))
     try:
-        counts = list(threads.map(counted, parts.items()))
+        with ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1)) as threads:
+            counts = list(threads.map(counted, parts.items()))
         return pl.concat(counts).group_by(*KEYS).agg(pl.col("count").sum())
     except (pl.exceptions.PolarsError, OSError) as e:
         raise RunError(f"cannot read {games_dir}: {e}") from None
-    finally:  # after an error or Ctrl-C, the parts not yet begun are not read
-        threads.shutdown(cancel_futures=True)
 
 
 def _pairs(frame: pl.DataFrame, key: str) -> tuple[tuple[int, int], ...]:
