@@ -85,13 +85,13 @@ def test_compare_and_sweep_play_their_runs_on_a_cluster_with_the_rows_of_local_r
 
     monkeypatch.chdir(tmp_path)
     on_cluster = ("--executor", "dask", "--scheduler", cluster.scheduler_address, "-q")
-    r = CliRunner().invoke(app, ["compare", "--policy", "greedy", "--policy", "random", "-n", "3000", *on_cluster])
+    r = CliRunner().invoke(app, ["compare", "--policy", "greedy", "--policy", "random", "-n", "1000", *on_cluster])
     assert r.exit_code == 0, r.output
-    s = CliRunner().invoke(app, ["sweep", "--rule", "grid=3,4", "-n", "2000", *on_cluster])
+    s = CliRunner().invoke(app, ["sweep", "--rule", "grid=3,4", "-n", "1000", "-f", "json", *on_cluster])
     assert s.exit_code == 0, s.output
+    assert [row["reused"] for row in json.loads(s.stdout)["rows"]] == [False, True]  # grid=4: compare's greedy run
     made = sorted((tmp_path / "results").iterdir())
-    assert [d.name for d in made] == ["greedy-seed0-n2000", "greedy-seed0-n2000-grid3", "greedy-seed0-n3000",
-                                      "random-seed0-n3000"]
+    assert [d.name for d in made] == ["greedy-seed0-n1000", "greedy-seed0-n1000-grid3", "random-seed0-n1000"]
     for d in made:
         m = json.loads((d / "manifest.json").read_text())
         assert m["executor"] == "dask" and m["status"] == "complete", d
