@@ -383,15 +383,14 @@ def check_validation_seed(seed: int, validation_seed: int | None) -> None:
 def check_scheduler(executor: str, scheduler: str | None) -> None:
     """--executor is local or dask, and --scheduler goes with dask and is a Dask address; checked before anything
     is created (or reused: compare and sweep may play nothing at all)."""
-    from sim.jobs.executors import EXECUTORS, ExecutorError, check_scheduler as check_address
+    from sim.jobs.executors import ExecutorError, check_kind, check_scheduler as check_address
 
-    if executor not in EXECUTORS:
-        fail(f"unknown executor {executor!r}; executors: {', '.join(EXECUTORS)}")
-    if scheduler is None:
-        return
-    if executor != "dask":
-        fail("--scheduler goes with --executor dask")
     try:
+        check_kind(executor)
+        if scheduler is None:
+            return
+        if executor != "dask":
+            fail("--scheduler goes with --executor dask")
         check_address(scheduler)
     except ExecutorError as e:
         fail(str(e))

@@ -239,17 +239,23 @@ def test_runs_of_one_policy_with_other_arguments_are_told_apart(tmp_path):
     assert "s3 (rollout base=greedy samples=3, 10 games" in plots.run_caption([load_report(runs[1])])
 
 
-def test_a_verified_part_without_a_games_column_is_a_one_line_error(tmp_path):
-    # The parts are counted in threads: an error in one of them still reaches the command as its one line.
+def without_end_column(run_dir, name: str) -> None:
+    """Rewrite part `name` of the run without its `end` column, its digest recorded as if the run wrote it (its
+    own metadata kept): a part that passes every check but is no games table."""
     import hashlib
 
-    out = sim.run(sim.RunConfig(n=300), workers=1, chunk_size=100, out=tmp_path / "r").path
-    part = out / "games" / "part-00001.parquet"
+    part = run_dir / "games" / name
     meta = {k: v for k, v in pl.read_parquet_metadata(part).items() if k.startswith("foursquare_sim.")}
     pl.read_parquet(part).drop("end").write_parquet(part, metadata=meta)
-    m = json.loads((out / "manifest.json").read_text())
-    m["part_info"][part.name]["sha256"] = hashlib.sha256(part.read_bytes()).hexdigest()  # as if the run wrote it
-    (out / "manifest.json").write_text(json.dumps(m))
+    m = json.loads((run_dir / "manifest.json").read_text())
+    m["part_info"][name]["sha256"] = hashlib.sha256(part.read_bytes()).hexdigest()
+    (run_dir / "manifest.json").write_text(json.dumps(m))
+
+
+def test_a_verified_part_without_a_games_column_is_a_one_line_error(tmp_path):
+    # The parts are counted in threads: an error in one of them still reaches the command as its one line.
+    out = sim.run(sim.RunConfig(n=300), workers=1, chunk_size=100, out=tmp_path / "r").path
+    without_end_column(out, "part-00001.parquet")
     r = cli.invoke(app, ["report", str(out)])
     assert r.exit_code == 2, r.output
     assert r.stderr.strip().splitlines() == [f"Error: {out} has no column end: not a games table"]
@@ -258,18 +264,11 @@ def test_a_verified_part_without_a_games_column_is_a_one_line_error(tmp_path):
 def test_an_error_in_one_part_stops_the_count_without_reading_the_rest(tmp_path, monkeypatch):
     # The parts are counted in threads: once one fails, those not yet begun must not be read (a large run
     # would be read to its end before the error, or a Ctrl-C, is said).
-    import hashlib
-
     import sim.analysis.report as report
     from sim.errors import UsageError
 
     out = sim.run(sim.RunConfig(n=600), workers=1, chunk_size=10, out=tmp_path / "r").path
-    part = out / "games" / "part-00000.parquet"
-    meta = {k: v for k, v in pl.read_parquet_metadata(part).items() if k.startswith("foursquare_sim.")}
-    pl.read_parquet(part).drop("end").write_parquet(part, metadata=meta)
-    m = json.loads((out / "manifest.json").read_text())
-    m["part_info"][part.name]["sha256"] = hashlib.sha256(part.read_bytes()).hexdigest()
-    (out / "manifest.json").write_text(json.dumps(m))
+    without_end_column(out, "part-00000.parquet")
     read = []
     part_bytes = report.part_bytes
     monkeypatch.setattr(report, "part_bytes", lambda *a: read.append(a) or part_bytes(*a))

@@ -140,10 +140,16 @@ def _identity(address: str, timeout: float):
         return e
 
 
-def make_executor(kind: str = "local", workers: int | None = None, scheduler: str | None = None) -> Executor:
-    """Check the choice up front: a one-line error says what is wrong or what to install."""
+def check_kind(kind: str) -> str:
+    """`kind` when it names an executor (EXECUTORS); ExecutorError otherwise."""
     if kind not in EXECUTORS:
         raise ExecutorError(f"unknown executor {kind!r}; executors: {', '.join(EXECUTORS)}")
+    return kind
+
+
+def make_executor(kind: str = "local", workers: int | None = None, scheduler: str | None = None) -> Executor:
+    """Check the choice up front: a one-line error says what is wrong or what to install."""
+    check_kind(kind)
     workers = int(workers or os.cpu_count() or 1)
     if kind == "local":
         return Executor("local", workers, None)
