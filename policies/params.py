@@ -78,15 +78,25 @@ class Param:
         return str(int(value)) if value.is_integer() else repr(value)
 
 
+def whole_number(text: str) -> int | None:
+    """`text` as a whole number, written as -n takes one (64, 6_4, 6.4e1); None when it is not one."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if math.isfinite(value) and value.is_integer() else None
+
+
 def integer(policy: str, name: str, low: int, high: int) -> Callable[[str], list[float]]:
     """A parser of a whole number in low..high."""
 
     def parse(text: str) -> list[float]:
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if not low <= value <= high:
+        value = whole_number(text)
+        if value is None or not low <= value <= high:
             raise ValueError(f"policy {policy!r}: {name}={text!r} is not an integer {low}..{high}")
         return [float(value)]
 

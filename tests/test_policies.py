@@ -126,11 +126,20 @@ def test_a_number_written_another_way_is_recorded_as_the_value_the_policy_uses(t
             ("planner", {"margin": "1e0", "roots": "0_3"}, {"roots": "3", "margin": "1"}),
             ("planner", {"margin": "0.50", "values": "default"}, {"values": "default", "margin": "0.5"}),
             ("rollout", {"base": "greedy", "weights": flat}, {"base": "greedy", "weights": flat}),
-            ("oracle", {"nodes": "1e3"}, {"nodes": "1000"})):
+            ("oracle", {"nodes": "1e3"}, {"nodes": "1000"}),
+            # samples=1e1 was refused as "not an integer 1..100000" while nodes=1e3 and -n 1e3 were taken.
+            ("rollout", {"samples": "1e1"}, {"samples": "10"}),
+            ("planner", {"follow": "6.4e1", "endgame": "-1e0"}, {"endgame": "-1", "follow": "64"})):
         config = settled(RunConfig(policy=policy, n=5, policy_args=tuple(given.items())))
         assert dict(config.policy_args) == recorded
         assert default_out(config).name.startswith(policy + "".join(f"-{k}{v}" for k, v in recorded.items()
                                                                      if k != "weights"))
+
+
+def test_a_whole_number_argument_is_refused_when_it_is_not_whole_or_out_of_range():
+    for text in ("1.5e0", "1e6", "0e0", "nan", "inf", "1e", ""):
+        with pytest.raises(ValueError, match=f"^policy 'rollout': samples={text!r} is not an integer 1..100000$"):
+            policies.build_params("rollout", {"samples": text})
 
 
 def test_a_bad_weights_value_names_the_policy_that_reads_it():
