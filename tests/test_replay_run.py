@@ -135,3 +135,28 @@ def test_a_game_of_a_run_checks_and_reads_only_the_part_that_holds_it(tmp_path, 
         replay_run(out, 57)
     with pytest.raises(UsageError, match="holds no game 60"):
         replay_run(out, 60)
+
+
+def test_a_game_an_incomplete_run_has_not_played_yet_names_the_games_it_holds(tmp_path):
+    # It said "holds no game 39 (games 0..39, incomplete: only its finished parts)" when only games 0..9 were
+    # played: the range of the whole run, as if game 39 were in it.
+    out = tmp_path / "greedy"
+    sim.run(sim.RunConfig(policy="greedy", n=60, seed=3), workers=1, chunk_size=10, out=out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["status"] = "incomplete"
+    for name in ("part-00002.parquet", "part-00005.parquet"):  # as an interruption leaves them: not listed
+        for key in ("parts", "part_info"):
+            manifest[key].pop(name)
+        (out / "games" / name).unlink()
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert replay_run(out, 12).game == 12
+    r = invoke("replay", "--run", out, "--game", 25)
+    assert r.exit_code == 2 and r.stderr == (f"Error: {out} holds no game 25 yet: the run is incomplete, and of its "
+                                             f"games 0..59 its finished parts hold 0..19, 30..49; finish it with "
+                                             f"--resume\n")
+    with pytest.raises(UsageError, match=r"holds no game 60 \(games 0\.\.59\)$"):
+        replay_run(out, 60)
+    manifest["parts"], manifest["part_info"] = {}, {}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(UsageError, match="its finished parts hold none; finish it with --resume$"):
+        replay_run(out, 0)

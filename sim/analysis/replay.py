@@ -94,6 +94,22 @@ def run_plugin_named(run_policy: str, named) -> str | None:
     return next((spec for spec in named if pinned(spec, {})[0] == run_policy), None)
 
 
+def _held_games(m: dict) -> str:
+    """The games of a run's listed parts, as ranges ("0..9, 20..29"), or "none"."""
+    from sim.jobs.runner import chunk_of
+
+    chunk_size = int(m["chunk_size"])
+    ranges: list[list[int]] = []
+    for k, count in sorted((chunk_of(name), int(count)) for name, count in (m.get("parts") or {}).items()
+                           if chunk_of(name) is not None and int(count) > 0):
+        first, last = k * chunk_size, k * chunk_size + count - 1
+        if ranges and ranges[-1][1] + 1 == first:
+            ranges[-1][1] = last
+        else:
+            ranges.append([first, last])
+    return ", ".join(f"{a}..{b}" for a, b in ranges) if ranges else "none"
+
+
 def replay_run(run_dir, game: int, named=()) -> Replay:
     """Game `game` of a run, as it was played: its deck, rules, policy and arguments; a solve run's deal as the
     best winning line it recorded.
@@ -120,9 +136,11 @@ def replay_run(run_dir, game: int, named=()) -> Replay:
     rows = (pl.concat([pl.read_parquet(part_bytes(path, sha256)) for path, sha256 in parts.items()])
             .filter(pl.col("game") == game) if parts else None)  # from the bytes that were checked
     if rows is None or rows.height == 0:
-        raise UsageError(f"{run_dir} holds no game {game} (games 0..{m.get('n', 0) - 1}"
-                         + ("" if m.get("status") == "complete" else f", {m.get('status')}: only its finished parts")
-                         + ")")
+        n = int(m.get("n", 0))
+        if game >= n or m.get("status") == "complete":
+            raise UsageError(f"{run_dir} holds no game {game} (games 0..{n - 1})")
+        raise UsageError(f"{run_dir} holds no game {game} yet: the run is {m.get('status')}, and of its games "
+                         f"0..{n - 1} its finished parts hold {_held_games(m)}; finish it with --resume")
     row = rows.row(0, named=True)
     rules = Rules(**m["rules"])
     if row.get("deck") is not None:  # recorded with --record-deals
