@@ -588,19 +588,23 @@ def run(
 
             summary = run_games(config, out=out, force=force, chunk_size=chunk_size, executor=executor,
                                 scheduler=scheduler, **how)
-    typer.echo(summary_text(summary, fmt, quiet))
+    echo_summary(summary, fmt, quiet)
 
 
-def summary_text(summary, fmt: str, quiet: bool = False) -> str:
-    """A run's or a solve run's summary as `--format` asks: its text, or its fields as JSON.
+def echo_summary(summary, fmt: str, quiet: bool = False) -> None:
+    """Print a run's or a solve run's summary as `--format` asks: its text, or its fields as JSON.
 
-    --quiet drops its note (e.g. that the run was complete already): a notice, not a result.
+    Its note (e.g. that the run was complete already) is a notice, not a result: with text it goes to stderr
+    as the other notices do, so that stdout holds the summary alone; JSON keeps it as a field. --quiet drops it.
     """
-    if quiet and getattr(summary, "note", ""):
-        from dataclasses import replace
+    from dataclasses import replace
 
+    note = getattr(summary, "note", "")
+    if note and (quiet or fmt != "json"):
         summary = replace(summary, note="")
-    return json.dumps(summary.to_dict(), indent=2) if fmt == "json" else summary.text()
+        if not quiet:
+            typer.echo(note, err=True)
+    typer.echo(json.dumps(summary.to_dict(), indent=2) if fmt == "json" else summary.text())
 
 
 FormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="text|markdown|json", help="Output: text (aligned tables), markdown or json.")]
@@ -1205,7 +1209,7 @@ def solve(
                                  deals=None if deals is None else str(deals), record_deals=record_deals)
             summary = solve_run(config, out=out, force=force, chunk_size=chunk_size, executor=executor,
                                 scheduler=scheduler, **how)
-    typer.echo(summary_text(summary, fmt, quiet))
+    echo_summary(summary, fmt, quiet)
 
 
 # --- sim ls (sim/analysis/datasets.py) -------------------------------------------

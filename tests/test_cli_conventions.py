@@ -153,6 +153,23 @@ def test_a_redirected_stderr_gets_no_bar_and_quiet_silences_notices(tmp_path, mo
     assert quiet.stdout == loud.stdout
 
 
+@pytest.mark.parametrize("command", [["run", "-n", "300"], ["solve", "-n", "2", "--node-limit", "100"]])
+def test_a_complete_run_asked_for_again_says_so_on_stderr_and_prints_its_summary_on_stdout(tmp_path, command):
+    # The note went to stdout, above the summary, so a script reading the summary got an extra first line.
+    out = ["-w", "1", "--out", tmp_path / "r"]
+    first = invoke(*command, *out)
+    again = invoke(*command, *out)
+    assert first.exit_code == again.exit_code == 0, again.output
+    assert again.stderr == f"{tmp_path / 'r'} already holds this complete run: nothing was " \
+                           f"{'played' if command[0] == 'run' else 'solved'} (the figures below are that run's).\n"
+    assert again.stdout.splitlines()[0] == first.stdout.splitlines()[0] and "already" not in again.stdout
+    as_json = invoke(*command, *out, "-f", "json")
+    assert json.loads(as_json.stdout)["note"] == again.stderr.strip() and as_json.stderr == ""
+    quiet = invoke(*command, *out, "-q")
+    assert quiet.stderr == "" and quiet.stdout == again.stdout
+    assert json.loads(invoke(*command, *out, "-q", "-f", "json").stdout)["note"] == ""
+
+
 @pytest.mark.parametrize("job,unit", [("run", "games"), ("solve", "deals")])
 def test_progress_units_read_naturally(tmp_path, capsys, job, unit):
     if job == "run":

@@ -120,7 +120,7 @@ def test_a_number_written_another_way_is_recorded_as_the_value_the_policy_uses(t
     assert r.exit_code == 0, r.output
     assert json.loads(Path("r/manifest.json").read_text())["policy_args"] == {"samples": "10"}
     r = cli.invoke(app, [*run, "--policy-arg", "samples=10"])
-    assert r.exit_code == 0 and "already holds this complete run" in r.stdout, r.output
+    assert r.exit_code == 0 and "already holds this complete run" in r.stderr, r.output
     flat = ",".join(["-10", "1", "0", "0", "0", "0", "0"])
     for policy, given, recorded in (
             ("planner", {"margin": "1e0", "roots": "0_3"}, {"roots": "3", "margin": "1"}),
