@@ -1018,6 +1018,15 @@ def test_stray_files_in_games_are_ignored_with_a_warning(tmp_path, caplog):
         report = load_report(out)
     assert report.games == 2000
     assert "extra.parquet" in caplog.text and "junk.parquet" in caplog.text and "part-00002.parquet" in caplog.text
+    # The report's own warnings say so too: its JSON had none, so a script reading it never knew.
+    assert report.warnings == ("games/ holds 3 files that are not parts of this run (extra.parquet, junk.parquet, "
+                               "part-00002.parquet), not counted",)
+    (out / "games" / "extra.parquet").unlink()
+    (out / "games" / "junk.parquet").unlink()
+    r = cli.invoke(app, ["report", str(out), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["runs"][0]["warnings"] == [
+        "games/ holds 1 file that is not a part of this run (part-00002.parquet), not counted"]
 
 
 # --- 7. absurd sizes -----------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_di
 from sim.engine.results import end_enum
 from sim.jobs.files import TMP_MARK
 from sim.jobs.runner import (
-    GAMES, RunError, UsageError, checked_parts, part_bytes, read_manifest, writer_pid,
+    GAMES, RunError, UsageError, checked_parts, chunk_count, part_bytes, read_manifest, stray_files, writer_pid,
 )
 from sim.jobs.solve_results import SolveSummary, summarize_solve
 from sim.stats import mean_interval_from_counts, quantile_from_counts, wilson
@@ -214,6 +214,11 @@ def load_report(run_dir: str | Path) -> RunReport:
         warnings.append(f"{GAMES}/ holds {len(left)} temporary file{'s' * (len(left) > 1)} ({', '.join(left[:3])}"
                         f"{', ...' if len(left) > 3 else ''}) left by an interrupted write, not counted; "
                         f"{_finish_command(run_dir)} removes {'them' if len(left) > 1 else 'it'}")
+    stray = stray_files(run_dir, chunk_count(int(m["n"]), int(m["chunk_size"])))
+    if stray:  # logged as the parts are checked too; said here for a report read as JSON or kept as a page
+        warnings.append(f"{GAMES}/ holds {len(stray)} file{'s' * (len(stray) > 1)} that "
+                        f"{'are not parts' if len(stray) > 1 else 'is not a part'} of this run "
+                        f"({', '.join(stray[:3])}{', ...' if len(stray) > 3 else ''}), not counted")
 
     return RunReport(
         path=str(run_dir), policy=m.get("policy", "?"), n=int(m.get("n", 0)), seed=int(m.get("seed", 0)),
