@@ -753,36 +753,42 @@ def report(
     logging_options(verbose, quiet)
     if len({r.resolve() for r in runs}) < len(runs):
         fail("the same run is given twice")
+    pages_asked = png is not None or html is not None
     if any(is_solve_run(r) for r in runs):
         if not all(is_solve_run(r) for r in runs):
             fail("solve runs are reported on their own, not with runs of games")
         with library_errors(verbose):
-            text = render_solve_reports(runs, fmt)
-            summaries = [load_solve_report(r) for r in runs] if png is not None or html is not None else []
+            summaries = [load_solve_report(r) for r in runs]
+            comparison, unpaired = _report_pairs(runs, sum(r.deals for r in summaries), pages_asked)
+            text = render_solve_reports(summaries, fmt, _terminal_width(), comparison, unpaired)
         write_outputs(png, html, lambda: plots.solve_figures(summaries),
-                      lambda figures: pages.solve_page(summaries, figures, command_line()), quiet)
+                      lambda figures: pages.solve_page(summaries, figures, command_line(), comparison, unpaired),
+                      quiet)
         typer.echo(text, nl=False)
         return
     with library_errors(verbose):
         reports = load_reports(runs)
-        comparison, unpaired = None, ""
-        pages_asked = png is not None or html is not None
-        # Runs on the same deals are compared game by game, in the text as on the page: a join of their games,
-        # which every format leaves to `sim compare` for large runs (the report itself reads only group counts),
-        # saying so, or why the runs cannot be paired (their manifests tell).
-        if len(runs) > 1:
-            from sim.analysis.compare import compare_if_pairable, pairing_problem
-
-            if pages_asked or sum(r.games for r in reports) <= PAIRS_IN_TEXT_UP_TO:
-                comparison, unpaired = compare_if_pairable(runs)
-            else:
-                unpaired = pairing_problem(runs) or (
-                    f"the runs' pairs are left out above {PAIRS_IN_TEXT_UP_TO:,} games in all (a join of every "
-                    f"game): sim compare {_shell_words(runs)} prints them")
+        comparison, unpaired = _report_pairs(runs, sum(r.games for r in reports), pages_asked)
         text = render(reports, fmt, width=_terminal_width(), comparison=comparison, unpaired=unpaired)
     write_outputs(png, html, lambda: plots.report_figures(reports, comparison),
                   lambda figures: pages.report_page(reports, figures, command_line(), comparison, unpaired), quiet)
     typer.echo(text, nl=False)
+
+
+def _report_pairs(runs, games: int, pages_asked: bool):
+    """(comparison, why there is none) of the runs `sim report` is given: runs on the same deals are compared game
+    by game, in the text as on the page. That is a join of their games, which every format leaves to `sim compare`
+    for large runs (the report itself reads only group counts), saying so, or why the runs cannot be paired
+    (their manifests tell)."""
+    if len(runs) < 2:
+        return None, ""
+    from sim.analysis.compare import compare_if_pairable, pairing_problem
+
+    if pages_asked or games <= PAIRS_IN_TEXT_UP_TO:
+        return compare_if_pairable(runs)
+    return None, pairing_problem(runs) or (
+        f"the runs' pairs are left out above {PAIRS_IN_TEXT_UP_TO:,} games in all (a join of every "
+        f"game): sim compare {_shell_words(runs)} prints them")
 
 
 def _shell_words(paths) -> str:

@@ -81,6 +81,37 @@ def test_summary_brackets_unresolved_deals(tmp_path, read_games):
         assert df["score"][int(g)] >= games.score[g]
 
 
+def test_report_of_several_solve_runs_gives_an_overview_and_their_pairs(tmp_path):
+    # They were printed one after the other, with neither the overview nor the pairs `sim report --help` promises
+    # for several runs (the JSON held only "solve_runs").
+    cli = CliRunner()
+    small, large, other = tmp_path / "small", tmp_path / "large", tmp_path / "other"
+    for out, config in ((small, sim.SolveConfig(n=12, node_limit=300)), (large, sim.SolveConfig(n=12, node_limit=30_000)),
+                        (other, sim.SolveConfig(n=12, seed=4, node_limit=300))):
+        sim.solve_run(config, out=out, workers=1)
+    summaries = [sim.solve_run(sim.SolveConfig(n=12, node_limit=k), out=o, workers=1) for k, o in
+                 ((300, small), (30_000, large))]
+    r = cli.invoke(app, ["report", str(small), str(large)])
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert lines[0] == "Solve runs"
+    for s, out in zip(summaries, (small, large)):
+        row = next(line.split() for line in lines if line.startswith(out.name + " "))
+        assert row[2:6] == [str(s.deals), str(s.won), str(s.lost), str(s.unresolved)]
+        assert row[-2:] == [str(s.proven), "complete"]
+    assert "Paired comparison on the same 12 deals" in r.stdout and "node_limit=300  node_limit=30000" in r.stdout
+    assert r.stdout.count("(sim solve)") == 2  # each run's own report follows
+    js = json.loads(cli.invoke(app, ["report", str(small), str(large), "-f", "json"]).stdout)
+    assert [s["deals"] for s in js["solve_runs"]] == [12, 12] and "unpaired" not in js
+    pair = js["comparison"]["pairs"][0]
+    assert (pair["wins_a"], pair["wins_b"]) == (summaries[0].won, summaries[1].won)
+    apart = cli.invoke(app, ["report", str(small), str(other), "-f", "json"])
+    assert "comparison" not in json.loads(apart.stdout) and "seed" in json.loads(apart.stdout)["unpaired"]
+    page = tmp_path / "page.html"
+    assert cli.invoke(app, ["report", str(small), str(large), "--html", str(page), "-q"]).exit_code == 0
+    assert "Solve runs" in page.read_text() and "Paired comparison" in page.read_text()
+
+
 def test_cli_solve_report_and_errors(tmp_path):
     cli = CliRunner()
     out = tmp_path / "c"

@@ -272,11 +272,20 @@ def sweep_page(sweep, figures: dict, command: str | None = None) -> str:
     return page("Foursquare rule sweep", body, command)
 
 
-def solve_page(summaries, figures: dict, command: str | None = None) -> str:
-    """`sim report --html` on solve runs: each run's summary as text and the best-score figure."""
-    from sim.analysis.report import solve_report_text
+def solve_page(summaries, figures: dict, command: str | None = None, comparison=None, unpaired: str = "") -> str:
+    """`sim report --html` on solve runs: the overview and paired comparison of several (or why there is none),
+    the best-score figure, then each run's summary as text."""
+    from sim.analysis.report import solve_overview_table, solve_report_text
 
-    body = figures_html(figures)
+    body = []
+    if len(summaries) > 1:
+        body.append(table_html(solve_overview_table(summaries)))
+        body.append("<h2>Paired comparison</h2>")
+        if comparison is not None:
+            body += comparison_html(comparison, runs_table=False)
+        else:
+            body.append(f'<p class="note">No paired comparison: {escape(unpaired)}</p>')
+    body += figures_html(figures)
     for r in summaries:
         body.append(f"<h2>{escape(Path(r.path).name)} (sim solve)</h2>")
         body.append("<pre>" + escape(solve_report_text(r)) + "</pre>")

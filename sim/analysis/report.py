@@ -446,14 +446,56 @@ def load_solve_report(run_dir) -> SolveSummary:
                            sum((m.get("parts") or {}).values()), m.get("status", "unknown"))
 
 
-def render_solve_reports(run_dirs, fmt: str = "text") -> str:
-    """`sim report` on solve runs: winnability with unresolved deals bracketed, best-score distribution."""
-    reports = [load_solve_report(d) for d in run_dirs]
+def solve_overview_table(summaries: list[SolveSummary]) -> Table:
+    """One line per solve run, for reports of several."""
+    d = max(pct_digits(r.deals) for r in summaries)
+    rows = []
+    for r in summaries:
+        m = read_manifest(r.path)
+        share = (lambda k: fmt_pct(k / r.deals, d)) if r.deals else (lambda k: "-")  # noqa: E731
+        rows.append((r.path.name, rules_text(m.get("rules", {})), fmt_int(r.deals), fmt_int(r.won), fmt_int(r.lost),
+                     fmt_int(r.unresolved), f"{share(r.won)} .. {share(r.won + r.unresolved)}" if r.deals else "-",
+                     fmt_ci(r.winnable_low, r.winnable_high, d) if r.deals else "-", fmt_num(r.mean_score),
+                     fmt_int(r.proven), r.status))
+    return Table("Solve runs", ("run", "rules", "deals", "won", "lost", "unresolved", "winnable", "95% CI",
+                                "mean score", "proven best", "status"), tuple(rows), align="llrrrrrrrrl",
+                 note="winnable: from unresolved deals counted as lost to counted as won, with the 95% Wilson "
+                      "interval over both ends; mean score: the best score found, over won deals (the first win "
+                      "found, with --first-win); proven best: won deals whose best score is proven.")
+
+
+def render_solve_reports(reports: list[SolveSummary], fmt: str = "text", width: int = 80, comparison=None,
+                         unpaired: str = "") -> str:
+    """`sim report` on solve runs (`load_solve_report`): winnability with unresolved deals bracketed, best-score
+    distribution; several runs get an overview first, and their paired `comparison` when given, or why there is
+    none (`unpaired`)."""
     if fmt == "json":
-        return json.dumps({"solve_runs": [r.to_dict() for r in reports]}, indent=2) + "\n"
+        out = {"solve_runs": [r.to_dict() for r in reports]}
+        if comparison is not None:
+            out["comparison"] = comparison.to_dict()
+        if unpaired:
+            out["unpaired"] = unpaired
+        return json.dumps(out, indent=2) + "\n"
     if fmt == "markdown":
         blocks = []
+        if len(reports) > 1:
+            blocks.append(solve_overview_table(reports).markdown() + "\n")
+        if unpaired:
+            blocks.append(f"No paired comparison: {unpaired}\n")
+        if comparison is not None:
+            blocks.append("\n".join(["## Paired comparison", "", comparison.header(), "",
+                                     *[f"- {n}" for n in comparison.notes], "", comparison.tables()[1].markdown(), ""]))
         for r in reports:
             blocks.append("\n".join([f"## {r.path.name} (sim solve)", "", "```", solve_report_text(r).rstrip(), "```", ""]))
         return "# Solve report\n\n" + "\n".join(blocks)
-    return ("\n" + "=" * 80 + "\n\n").join(solve_report_text(r) for r in reports)
+    blocks = []
+    if len(reports) > 1:
+        blocks.append(solve_overview_table(reports).text(width=width) + "\n")
+    if unpaired:
+        blocks.append("\n".join(textwrap.wrap(f"No paired comparison: {unpaired}", width, break_on_hyphens=False,
+                                                break_long_words=False)) + "\n")
+    if comparison is not None:
+        blocks.append("\n".join(textwrap.wrap(comparison.header(), width)
+                                 + [w for n in comparison.notes for w in textwrap.wrap(f"note: {n}", width)])
+                      + "\n\n" + comparison.tables()[1].text(width=width) + "\n")
+    return ("\n" + "=" * min(width, 80) + "\n\n").join(blocks + [solve_report_text(r) for r in reports])
