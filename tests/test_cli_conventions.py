@@ -632,8 +632,8 @@ def test_quiet_drops_the_notes_about_reused_runs(tmp_path, monkeypatch):
     out = next(d for d in (tmp_path / "results").iterdir() if d.name.startswith("greedy"))
     again = {"loud": invoke("run", "-n", "300", "-w", "1", "--out", out),
              "quiet": invoke("run", "-n", "300", "-w", "1", "--out", out, "-q")}
-    assert "nothing was played" in again["loud"].stdout
-    assert again["quiet"].exit_code == 0 and "nothing was played" not in again["quiet"].stdout
+    assert "nothing was played" in again["loud"].stderr
+    assert again["quiet"].exit_code == 0 and "nothing was played" not in again["quiet"].output
     assert again["quiet"].stdout.startswith("games ")
     jobs = {"compare": ["compare", "-p", "greedy", "-p", "random", "-n", "300"],
             "sweep": ["sweep", "--rule", "max_pile=4", "-n", "300"]}
