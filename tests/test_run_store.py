@@ -606,6 +606,35 @@ def test_resume_adopts_an_unlisted_part_only_when_it_is_this_runs_deals_and_colu
         sim.load(out)
 
 
+def test_resume_keeps_an_unlisted_part_only_with_the_rows_it_was_written_with(tmp_path, caplog):
+    # An unlisted part with one value changed (a flipped byte that still parses, say) kept its settings and game
+    # range, so resume adopted it and recorded its SHA-256 as if this run had written it: every reader trusted it.
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=400, seed=5), out=out, workers=1, chunk_size=100)
+    want = games_of(out)
+    part = out / "games" / "part-00001.parquet"
+    meta = pl.read_parquet_metadata(part)
+    assert meta[runner.ROWS_DIGEST] == runner.rows_digest(pl.read_parquet(part))
+    m = json.loads((out / "manifest.json").read_text())
+    del m["parts"][part.name], m["part_info"][part.name]
+    changed = pl.read_parquet(part).with_columns(cards_played=pl.col("cards_played").reverse())
+    without = {k: v for k, v in meta.items() if k != runner.ROWS_DIGEST}
+    for rows, metadata, says in ((changed, meta, "does not hold the rows it was written with"),
+                                 (pl.read_parquet(part), without, "does not carry the SHA-256 of its rows")):
+        (out / "manifest.json").write_text(json.dumps({**m, "status": "incomplete"}))
+        part.write_bytes(runner.parquet_bytes(rows, metadata))
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="sim"):
+            summary = sim.resume(out, workers=1)
+        assert f"{part} {says}" in caplog.text and "playing it again" in caplog.text
+        assert summary.games == 400 and games_of(out).equals(want)
+        assert pl.read_parquet_metadata(part)[runner.ROWS_DIGEST] == meta[runner.ROWS_DIGEST]
+    # Unchanged, it is kept: nothing is played.
+    (out / "manifest.json").write_text(json.dumps({**m, "status": "incomplete"}))
+    before = part.stat().st_mtime_ns
+    assert sim.resume(out, workers=1).games == 400 and part.stat().st_mtime_ns == before
+
+
 @pytest.mark.parametrize("status", ["complete", "incomplete"])
 def test_a_manifest_that_lists_fewer_parts_than_its_run_has_is_finished_by_resume(tmp_path, caplog, status):
     # Every part on disk, verified, but the manifest lists 4 of the 5 (hand-edited, or saved before the last):

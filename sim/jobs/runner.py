@@ -616,6 +616,42 @@ def parquet_bytes(frame, metadata: dict) -> bytes:
     return buf.getvalue()
 
 
+ROWS_DIGEST = "foursquare_sim.rows_sha256"
+"""A part's metadata key for `rows_digest` of its rows. The file's own SHA-256 is recorded only in the manifest,
+which a kill -9 can leave one write behind the parts on disk; this one travels with the part, so that a resume
+keeps such a part only when its rows are the ones written."""
+
+
+def rows_digest(frame) -> str:
+    """The SHA-256 of a table's rows as a Parquet file holds them: of the rows read back from a Parquet file of
+    `frame`, as uncompressed Arrow IPC (what a null holds underneath, or how the columns are chunked, does not
+    enter into it). The same version of Polars gives the same digest for the same rows; another may not, and
+    then a resume plays the part again rather than trust it."""
+    import polars as pl
+
+    buf = io.BytesIO()
+    pl.read_parquet(io.BytesIO(parquet_bytes(frame, {}))).rechunk().write_ipc(buf, compression="uncompressed")
+    return hashlib.sha256(buf.getvalue()).hexdigest()
+
+
+def _rows_problem(path: Path, data: bytes) -> str | None:
+    """How the rows of a part found on disk (`data`, its bytes) differ from the ones it was written with (None when
+    they are those): a part the manifest does not list has no recorded SHA-256, only its own `ROWS_DIGEST`."""
+    import polars as pl
+    from polars.exceptions import PanicException  # a damaged page can make the reader panic
+
+    try:
+        want = pl.read_parquet_metadata(io.BytesIO(data)).get(ROWS_DIGEST)
+        got = rows_digest(pl.read_parquet(io.BytesIO(data))) if want is not None else None
+    except (Exception, PanicException) as e:
+        return f"{path} is not a readable part ({type(e).__name__})"
+    if want is None:
+        return f"{path} does not carry the SHA-256 of its rows, so they cannot be known to be the ones written"
+    if got != want:
+        return f"{path} does not hold the rows it was written with (their SHA-256 is not the one it carries)"
+    return None
+
+
 def short_listing(m: dict, parts) -> tuple[int, int] | None:
     """(parts listed, parts of the run) when a manifest says complete but lists fewer `parts` than its run
     has (a resume lists the rest, each verified); None otherwise."""
@@ -624,7 +660,8 @@ def short_listing(m: dict, parts) -> tuple[int, int] | None:
 
 
 def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> dict[str, dict]:
-    """Parts already on disk that a resume can keep: listed with the same digest, or checked game by game.
+    """Parts already on disk that a resume can keep: listed with the same digest, or, not listed yet, holding the
+    rows they were written with (`ROWS_DIGEST`), this run's settings and exactly their chunk's games.
 
     The directory is listed once. A part whose digest differs from the
     manifest's, or whose games are not its chunk's, is played again; a
@@ -657,7 +694,7 @@ def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> d
             kept[name] = info
             continue
         problem = (_metadata_problem(path, k, m or {}, True, data)
-                   or _part_problem(path, k, n, chunk_size, data))
+                   or _part_problem(path, k, n, chunk_size, data) or _rows_problem(path, data))
         if problem:
             log.warning("%s: playing it again", problem)
             continue
@@ -1001,7 +1038,7 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
                 name = part_name(k)
                 frame = job.frame(cols)
                 path = games_dir / name
-                meta = {**about, "foursquare_sim.part": str(k)}
+                meta = {**about, "foursquare_sim.part": str(k), ROWS_DIGEST: rows_digest(frame)}
                 data = parquet_bytes(frame, meta)
                 digest = hashlib.sha256(data).hexdigest()  # of the bytes written, not read back from the file
                 try:
