@@ -145,8 +145,15 @@ def library_errors(verbose: int = 0, interrupted: str = "interrupted"):
     run's handler turned into Interrupted (tune's search, a report reading its
     runs) says `interrupted`.
     """
+    import signal
+    import threading
+
     from sim.errors import Interrupted, PolicyError, RunError, UsageError
 
+    # SIGTERM stops a command as Ctrl-C does, also where no run's handler is in place (the moments after a run
+    # gave its handlers back, on its way out with the first signal's Interrupted).
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
     try:
         yield
     except UsageError as e:
@@ -156,23 +163,28 @@ def library_errors(verbose: int = 0, interrupted: str = "interrupted"):
     except Interrupted as e:
         stopping()
         fail(str(e), 130)
-    except KeyboardInterrupt:  # outside the runs' own handlers (reading runs for a report, say): nothing to resume
+    except KeyboardInterrupt as e:  # outside the runs' own handlers (reading runs for a report, say)
         stopping()
-        fail(interrupted, 130)
+        first = e.__context__  # a second signal, landing while the first one's Interrupted was on its way here
+        fail(str(first) if isinstance(first, Interrupted) else interrupted, 130)
     except (RunError, PolicyError) as e:
         if verbose:
             log.exception("failed")
         fail(str(e), 1)
+    finally:
+        if main and signal.getsignal(signal.SIGTERM) is signal.default_int_handler:  # not stopping()'s SIG_IGN
+            signal.signal(signal.SIGTERM, previous)
 
 
 def stopping() -> None:
-    """Ignore Ctrl-C from here to the exit: the command has stopped, or is about to say its result or why it
-    stopped. A second Ctrl-C (pressed twice, or held) would only cut into the flush of the last log records at
-    exit, with a traceback, or end the process before it says what was kept. For the command line only, whose
-    process ends next: the library (`sim.run`, ...) leaves the handlers as it found them."""
+    """Ignore Ctrl-C and SIGTERM from here to the exit: the command has stopped, or is about to say its result or
+    why it stopped. A second Ctrl-C (pressed twice, or held) or SIGTERM (sent again) would only cut into the flush
+    of the last log records at exit, with a traceback, or end the process before it says what was kept. For the
+    command line only, whose process ends next: the library (`sim.run`, ...) leaves the handlers as it found them."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def parse_rules(items: list[str] | None):

@@ -313,6 +313,24 @@ def test_a_second_ctrl_c_while_the_run_stops_prints_no_traceback(tmp_path):
     assert f"sim run --resume {out}" in said
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signals_sent_again_and_again_while_the_run_stops_leave_it_resumable_and_saying_so(tmp_path, sig):
+    # A second SIGTERM while the run stopped killed the process by the signal (exit -15, in about half the tries
+    # with 5 to 20 ms between the two) before it said how to finish the run: the handlers of the run's loop were
+    # put back as its stop began, and the command line's last moments ignored Ctrl-C only.
+    out = tmp_path / "run"
+    proc = _sim("run", "-n", "1000000", "--chunk-size", "5000", "-w", "2", "--out", str(out))
+    _wait_for_parts(out, 1, proc)
+    while proc.poll() is None:
+        proc.send_signal(sig)
+        time.sleep(0.002)
+    err = proc.stderr.read()
+    lines = [line for line in err.splitlines() if not line.startswith("compiling")]
+    assert proc.returncode == 130, err
+    assert len(lines) == 1 and lines[0].startswith("Error: interrupted;") and f"sim run --resume {out}" in lines[0]
+    assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
+
+
 def test_an_interrupt_swallowed_inside_a_run_is_raised_when_the_block_ends(monkeypatch):
     # Python swallows an exception raised where it cannot propagate ("Exception ignored in ..."): a finalizer, or a
     # callback from C, which numba's compiler calls while a first run compiles. A Ctrl-C landing there is not lost,
@@ -331,6 +349,27 @@ def test_an_interrupt_swallowed_inside_a_run_is_raised_when_the_block_ends(monke
     assert signal.getsignal(signal.SIGINT) is before
     assert sys.unraisablehook == reported.append
     assert reported == []
+
+
+def test_after_a_signal_in_a_block_inside_another_the_next_ones_are_ignored_until_the_outer_block_ends():
+    # A run's loop is such a block inside `sim.run`'s own: the loop's handlers were put back as it stopped, so a
+    # second SIGTERM while the run saved its manifest and let go of its lock ended the process by the signal.
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    seen = []
+    with pytest.raises(KeyboardInterrupt):
+        with runner.interrupt_on_sigterm() as outer:
+            with pytest.raises(KeyboardInterrupt):
+                with runner.interrupt_on_sigterm():
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    time.sleep(5)  # the handler raises here
+            seen.append((signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT), list(outer.signalled)))
+            assert seen[0][:2] == (signal.SIG_IGN, signal.SIG_IGN), seen  # checked before a signal is sent
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # a handler would have raised by now
+            seen.append("went on")
+    assert seen == [(signal.SIG_IGN, signal.SIG_IGN, [signal.SIGTERM]), "went on"]
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
 
 
 def test_a_sigint_ignored_from_the_start_stays_ignored_and_sigterm_still_stops_the_run():

@@ -899,21 +899,25 @@ def interrupt_on_sigterm():
     """Turn SIGTERM into KeyboardInterrupt while the run is in progress (main thread only).
 
     A second Ctrl-C or SIGTERM while the first is being handled is ignored,
-    so shutting down the workers is never cut short. A signal that lands
+    so shutting down the workers is never cut short; in a block inside
+    another, until the outer block ends too (a run's stop goes on after its
+    loop: the manifest saved, the writer's lock let go). A signal that lands
     while Python runs a callback from C (numba's compiler calls some while it
     compiles) has its KeyboardInterrupt swallowed there: it is raised again
-    when the block ends, so that it is never lost, and the traceback Python
-    would print for it ("Exception ignored ...") is left out.
+    where the block asks (`Signals.raise_swallowed`) or when it ends, so that
+    it is never lost, and the traceback Python would print for it
+    ("Exception ignored ...") is left out.
 
     A SIGINT ignored when the block starts stays ignored, as Python leaves it
     at start-up: a shell without job control starts a background job (`sim
     run ... &` in a script) so, and such a job ignored Ctrl-C's signal in its
     first moments and obeyed it later. SIGTERM still stops it.
     """
+    signals = Signals()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield signals
         return
-    signalled = []
+    signalled = signals.signalled
     ignore_int = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
     def handler(signum, frame):
@@ -921,6 +925,8 @@ def interrupt_on_sigterm():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signalled.append(signum)
         raise KeyboardInterrupt
+
+    handler.signals = signals  # a block inside this one tells it of a signal through this
 
     def unraisable(info, report=sys.unraisablehook):
         if not (info.exc_type is KeyboardInterrupt and signalled):
@@ -930,13 +936,30 @@ def interrupt_on_sigterm():
     previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN if ignore_int else handler)
     previous_hook, sys.unraisablehook = sys.unraisablehook, unraisable
     try:
-        yield
+        yield signals
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        signal.signal(signal.SIGINT, previous_int)
+        enclosing = getattr(previous, "signals", None)
+        if signalled and enclosing is not None:  # inside another block, which stops too: later signals stay
+            enclosing.signalled.extend(signalled)  # ignored until it ends
+        else:
+            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGINT, previous_int)
         sys.unraisablehook = previous_hook
-    if signalled:  # the block ended as if nothing happened: its KeyboardInterrupt was swallowed
-        raise KeyboardInterrupt
+    signals.raise_swallowed()  # the block ended as if nothing happened: its KeyboardInterrupt was swallowed
+
+
+class Signals:
+    """What `interrupt_on_sigterm` yields: the signals it has turned into KeyboardInterrupt so far."""
+
+    def __init__(self):
+        self.signalled: list[int] = []
+        """The signals received, in order (the first one only: the handler ignores the rest)."""
+
+    def raise_swallowed(self) -> None:
+        """Raise KeyboardInterrupt when a signal came: its own was swallowed where it was raised, or the block
+        would not have gone on to call this."""
+        if self.signalled:
+            raise KeyboardInterrupt
 
 
 def part_metadata(job: Job, config, run_dir: Path) -> dict[str, str]:
@@ -1029,60 +1052,64 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
                                     f"it is in {run_dir / ASIDE}."))
         return kind(_then(what, f"{run_dir} still holds the run it had."))
 
-    try:
-        warm = functools.partial(job.warm, config, decks is not None)  # Dask workers warm themselves
-        chunks = (job.drive(p.executor, tasks(), warm, run_dir) if job.drive is not None
-                  else p.executor.run(job.work, tasks(), warm))
-        with interrupt_on_sigterm(), contextlib.closing(chunks) as results:
-            for k, cols in results:
-                name = part_name(k)
-                frame = job.frame(cols)
-                path = games_dir / name
-                meta = {**about, "foursquare_sim.part": str(k), ROWS_DIGEST: rows_digest(frame)}
-                data = parquet_bytes(frame, meta)
-                digest = hashlib.sha256(data).hexdigest()  # of the bytes written, not read back from the file
-                try:
-                    write_atomic(path, lambda tmp: Path(tmp).write_bytes(data))
-                except OSError as e:
-                    raise RunError(f"cannot write {path}: {e.strerror or e}") from None
-                rows, first, last = _expected(k, config.n, p.chunk_size)
-                p.parts[name] = {"rows": frame.height, "first": first, "last": last, "sha256": digest}
-                if replaced[0] == "aside":  # the new run has a part: the run it replaces goes
-                    save("incomplete")
-                    replaced[0] = "gone"
-                    with contextlib.suppress(OSError):
-                        _drop_aside(run_dir)
-                session["games"] += frame.height
-                bar.update(frame.height)
-                if time.perf_counter() - saved[0] >= MANIFEST_EVERY:
-                    save("incomplete")
-        status = "complete"
-    except KeyboardInterrupt:
-        said = f"interrupted; {done()}" if replaced[0] != "aside" else "interrupted before any part was written"
-        raise ended(Interrupted, said, f"Finish with: {resume_hint}") from None
-    except PolicyError as e:  # the policy's fault (raised on a Dask worker): resuming would fail the same way
-        raise ended(PolicyError, str(e)) from e
-    except TaskFailed as e:  # raised in a local worker: still the policy's fault, as for a game played here
-        log.debug("the worker's traceback:\n%s", e.worker_traceback.rstrip())  # -v: where in the policy
-        if e.error_type == "PolicyError":
-            raise ended(PolicyError, e.error_message) from e
-        if e.error_type == "RunError":  # said by the worker for the user (a file changed during the run)
-            raise ended(RunError, e.error_message, kept()) from e
-        raise ended(RunError, str(e), kept()) from e
-    except RunError as e:
-        raise ended(RunError, str(e), f"The run is resumable: {resume_hint}") from None
-    except Exception as e:  # a worker died, the cluster failed
-        raise ended(RunError, str(e), kept()) from e
-    finally:
-        bar.close()
-        if status != "complete" and replaced[0] != "back":
-            with contextlib.suppress(RunError):  # the error on its way out says more than this one
-                save(status)
-    try:
-        save(status)  # a failure here is the run's failure: the manifest would not say it is complete
-    except RunError as e:
-        raise RunError(f"{e}. Every part is written; the run is resumable: {resume_hint}") from None
-    return job.summarize(run_dir, session["seconds"], session["games"], status)
+    # The whole run, its stop included: a second Ctrl-C or SIGTERM while it stops (the parts handed back, the
+    # manifest saved, the run --force replaces put back) is ignored, not the end of the process.
+    with interrupt_on_sigterm() as signals:
+        try:
+            warm = functools.partial(job.warm, config, decks is not None)  # Dask workers warm themselves
+            chunks = (job.drive(p.executor, tasks(), warm, run_dir) if job.drive is not None
+                      else p.executor.run(job.work, tasks(), warm))
+            with contextlib.closing(chunks) as results:
+                for k, cols in results:
+                    name = part_name(k)
+                    frame = job.frame(cols)
+                    path = games_dir / name
+                    meta = {**about, "foursquare_sim.part": str(k), ROWS_DIGEST: rows_digest(frame)}
+                    data = parquet_bytes(frame, meta)
+                    digest = hashlib.sha256(data).hexdigest()  # of the bytes written, not read back from the file
+                    try:
+                        write_atomic(path, lambda tmp: Path(tmp).write_bytes(data))
+                    except OSError as e:
+                        raise RunError(f"cannot write {path}: {e.strerror or e}") from None
+                    rows, first, last = _expected(k, config.n, p.chunk_size)
+                    p.parts[name] = {"rows": frame.height, "first": first, "last": last, "sha256": digest}
+                    if replaced[0] == "aside":  # the new run has a part: the run it replaces goes
+                        save("incomplete")
+                        replaced[0] = "gone"
+                        with contextlib.suppress(OSError):
+                            _drop_aside(run_dir)
+                    session["games"] += frame.height
+                    bar.update(frame.height)
+                    if time.perf_counter() - saved[0] >= MANIFEST_EVERY:
+                        save("incomplete")
+            signals.raise_swallowed()  # an interrupt swallowed on the way stops the run here, saying how to finish
+            status = "complete"
+        except KeyboardInterrupt:
+            said = f"interrupted; {done()}" if replaced[0] != "aside" else "interrupted before any part was written"
+            raise ended(Interrupted, said, f"Finish with: {resume_hint}") from None
+        except PolicyError as e:  # the policy's fault (raised on a Dask worker): resuming would fail the same way
+            raise ended(PolicyError, str(e)) from e
+        except TaskFailed as e:  # raised in a local worker: still the policy's fault, as for a game played here
+            log.debug("the worker's traceback:\n%s", e.worker_traceback.rstrip())  # -v: where in the policy
+            if e.error_type == "PolicyError":
+                raise ended(PolicyError, e.error_message) from e
+            if e.error_type == "RunError":  # said by the worker for the user (a file changed during the run)
+                raise ended(RunError, e.error_message, kept()) from e
+            raise ended(RunError, str(e), kept()) from e
+        except RunError as e:
+            raise ended(RunError, str(e), f"The run is resumable: {resume_hint}") from None
+        except Exception as e:  # a worker died, the cluster failed
+            raise ended(RunError, str(e), kept()) from e
+        finally:
+            bar.close()
+            if status != "complete" and replaced[0] != "back":
+                with contextlib.suppress(RunError):  # the error on its way out says more than this one
+                    save(status)
+        try:
+            save(status)  # a failure here is the run's failure: the manifest would not say it is complete
+        except RunError as e:
+            raise RunError(f"{e}. Every part is written; the run is resumable: {resume_hint}") from None
+        return job.summarize(run_dir, session["seconds"], session["games"], status)
 
 
 def _then(message: str, sentence: str) -> str:
@@ -1397,6 +1424,7 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
     resume_hint = f"Finish with: {resume_command(job, config, run_dir)}"
     _reach(chosen)
     with contextlib.ExitStack() as held:
+        held.enter_context(interrupt_on_sigterm())  # left last: the lock is let go before a signal can end this
         try:
             held.enter_context(writer_lock(run_dir))
         except LockDenied:  # a folder this process may not write: asking again for its complete run is fine
@@ -1484,6 +1512,7 @@ def resume(job: Job, run_dir: str | Path, *, workers: int | None = None, executo
     run_dir = Path(run_dir)
     _whole_numbers(workers=workers)
     with contextlib.ExitStack() as held:
+        held.enter_context(interrupt_on_sigterm())  # left last: the lock is let go before a signal can end this
         try:
             held.enter_context(writer_lock(run_dir))
         except LockDenied as denied:  # a folder this process may not write: a complete run there is confirmed
