@@ -1035,6 +1035,39 @@ def test_a_manifest_with_its_chunk_size_edited_is_not_resumed_into_a_complete_ru
     assert "part-00000.parquet" in line and "chunk size 1000" in line and "not resuming" in line
     assert json.loads(path.read_text()) == edited
 
+def test_a_manifest_whose_counts_of_a_part_were_edited_is_refused_by_readers_and_resume_alike(tmp_path):
+    # part_info's first edited to 'x', or its rows to 700, went unnoticed by every reader; resume refused the run
+    # blaming the part: "part-00001.parquet holds games x..5999", or two equal ranges for the rows.
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=9000, seed=3), out=out, workers=1, chunk_size=3000)
+    path = out / "manifest.json"
+    m = json.loads(path.read_text())
+    name = "part-00001.parquet"
+    info = m["part_info"][name]
+    damaged = ((dict(info, first="x"), m["parts"], f"{path} is damaged: part_info gives {name} first 'x', not a whole "
+                                                   f"number"),
+               (dict(info, sha256="not hex"), m["parts"], f"{path} is damaged: part_info gives {name} sha256 "
+                                                          f"'not hex', not a SHA-256 in hex"))
+    for edited_info, parts, said in damaged:
+        path.write_text(json.dumps({**m, "parts": parts, "part_info": {**m["part_info"], name: edited_info}}))
+        for command in (["report", str(out)], ["run", "--resume", str(out), "-q"]):
+            r = cli.invoke(app, command)
+            assert said in r.output and r.exit_code == 1, (command, r.output)
+        listed = cli.invoke(app, ["ls", str(tmp_path)])
+        assert listed.exit_code == 0 and said.split(" is damaged: ")[1] in " ".join(listed.stdout.split())
+    edited = ((dict(info, rows=700), m["parts"], "700 rows, games 3000..5999 (part_info)"),
+              (info, {**m["parts"], name: 2999}, f"gives {name} 2999 rows (parts)"))
+    for edited_info, parts, said in edited:
+        path.write_text(json.dumps({**m, "parts": parts, "part_info": {**m["part_info"], name: edited_info}}))
+        with pytest.raises(runner.PartSettingsError, match="holds 3000 rows, games 3000..5999; the manifest was"):
+            sim.load(out)
+        for command in (["report", str(out)], ["run", "--resume", str(out), "-q"]):
+            line = one_line_error(cli.invoke(app, command), 1)
+            assert said in line and "part 1 of a run of n 9000 and chunk size 3000 holds 3000 rows" in line, line
+    path.write_text(json.dumps(m))
+    assert cli.invoke(app, ["report", str(out)]).exit_code == 0
+
+
 def test_stray_files_in_games_are_ignored_with_a_warning(tmp_path, caplog):
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=2000), out=out, workers=1, chunk_size=1000)

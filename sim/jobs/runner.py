@@ -319,6 +319,13 @@ def manifest_problem(m: dict) -> str | None:
     info = m.get("part_info") or {}
     if not isinstance(info, dict) or not all(isinstance(v, dict) for v in info.values()):
         return "part_info must give each part's rows, games and SHA-256"
+    for name, v in info.items():
+        for key in ("rows", "first", "last"):
+            if key in v and (not isinstance(v[key], int) or isinstance(v[key], bool)):
+                return f"part_info gives {name} {key} {v[key]!r}, not a whole number"
+        if "sha256" in v and not (isinstance(v["sha256"], str) and len(v["sha256"]) == 64
+                                  and all(c in "0123456789abcdef" for c in v["sha256"])):
+            return f"part_info gives {name} sha256 {v['sha256']!r}, not a SHA-256 in hex"
     for key, kind in (("sessions", list), ("policy_args", dict), ("files", dict), ("started", str),
                       ("policy", str)):
         if m.get(key) is not None and not isinstance(m[key], kind):
@@ -444,6 +451,19 @@ def _part_stats(path: Path, data: bytes | None = None) -> tuple[int, int | None,
     row = pl.scan_parquet(source).select(pl.len().alias("rows"), pl.col("game").min().alias("lo"),
                                          pl.col("game").max().alias("hi")).collect().row(0)
     return int(row[0]), row[1], row[2]
+
+
+def _listed_problem(name: str, k: int, m: dict) -> str | None:
+    """How the manifest's own counts of part k (its rows under `parts`, its rows and games under `part_info`)
+    disagree with the games part k of this run holds; None when they agree (or it gives none)."""
+    rows, first, last = _expected(k, int(m["n"]), int(m["chunk_size"]))
+    info = (m.get("part_info") or {}).get(name) or {}
+    said = (m.get("parts") or {}).get(name, rows), info.get("rows", rows), info.get("first", first), info.get("last", last)
+    if said == (rows, rows, first, last):
+        return None
+    return (f"the manifest gives {name} {said[0]} rows (parts) and {said[1]} rows, games {said[2]}..{said[3]} "
+            f"(part_info), but part {k} of a run of n {int(m['n'])} and chunk size {int(m['chunk_size'])} holds "
+            f"{rows} rows, games {first}..{last}")
 
 
 def _part_problem(path: Path, k: int, n: int, chunk_size: int, data: bytes | None = None) -> str | None:
@@ -586,6 +606,10 @@ def checked_parts(run_dir: str | Path, m: dict | None = None, game: int | None =
                 raise PartSettingsError(f"{problem}, yet it is the part the run wrote (its SHA-256 is the "
                                         f"manifest's): the manifest was changed after it; play the run again "
                                         f"with --force")
+            listed = _listed_problem(name, k, m)
+            if not problem and listed:  # the part holds its games: the manifest's counts of it were edited
+                raise PartSettingsError(f"{listed}; the manifest was changed after it was written; play the run "
+                                        f"again with --force")
         if problem:
             raise RunError(f"{problem}; resume the run to play it again")
         parts[path] = sha256
@@ -684,11 +708,7 @@ def _verified_parts(run_dir: Path, m: dict | None, n: int, chunk_size: int) -> d
             if sha256 != info.get("sha256"):
                 log.warning("%s differs from the part this run wrote: playing it again", path)
                 continue
-            problem = _metadata_problem(path, k, m, False, data)
-            games = _expected(k, n, chunk_size)
-            if not problem and "first" in info and (info.get("rows"), info.get("first"), info.get("last")) != games:
-                problem = (f"{path} holds games {info.get('first')}..{info.get('last')}, but part {k} of a run of "
-                           f"chunk size {chunk_size} holds games {games[1]}..{games[2]}")  # chunk_size was edited
+            problem = _metadata_problem(path, k, m, False, data) or _listed_problem(name, k, m)  # counts edited
             if problem:  # the part is the one listed, so the manifest's settings were changed after it
                 raise RunError(f"{problem}: the manifest was changed after its parts were written; not resuming")
             kept[name] = info
