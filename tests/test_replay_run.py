@@ -152,11 +152,16 @@ def test_a_game_an_incomplete_run_has_not_played_yet_names_the_games_it_holds(tm
     assert replay_run(out, 12).game == 12
     r = invoke("replay", "--run", out, "--game", 25)
     assert r.exit_code == 2 and r.stderr == (f"Error: {out} holds no game 25 yet: the run is incomplete, and of its "
-                                             f"games 0..59 its finished parts hold 0..19, 30..49; finish it with "
+                                             f"games 0..59 the parts it lists hold 0..19, 30..49; finish it with "
                                              f"--resume\n")
     with pytest.raises(UsageError, match=r"holds no game 60 \(games 0\.\.59\)$"):
         replay_run(out, 60)
     manifest["parts"], manifest["part_info"] = {}, {}
     (out / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(UsageError, match="its finished parts hold none; finish it with --resume$"):
+    with pytest.raises(UsageError, match="the run is incomplete, .* the parts it lists hold none; finish it with"):
         replay_run(out, 0)
+    # A manifest that says complete but lists none of its parts (hand-edited) said "holds no game 5 (games 0..59)".
+    (out / "manifest.json").write_text(json.dumps({**manifest, "status": "complete"}))
+    with pytest.raises(UsageError, match="the run is complete, its manifest says, and of its games 0..59 the parts "
+                                         "it lists hold none; finish it with --resume$"):
+        replay_run(out, 5)

@@ -137,10 +137,11 @@ def replay_run(run_dir, game: int, named=()) -> Replay:
             .filter(pl.col("game") == game) if parts else None)  # from the bytes that were checked
     if rows is None or rows.height == 0:
         n = int(m.get("n", 0))
-        if game >= n or m.get("status") == "complete":
+        if game >= n:
             raise UsageError(f"{run_dir} holds no game {game} (games 0..{n - 1})")
-        raise UsageError(f"{run_dir} holds no game {game} yet: the run is {m.get('status')}, and of its games "
-                         f"0..{n - 1} its finished parts hold {_held_games(m)}; finish it with --resume")
+        status = "incomplete" if m.get("status") != "complete" else "complete, its manifest says"
+        raise UsageError(f"{run_dir} holds no game {game} yet: the run is {status}, and of its games "
+                         f"0..{n - 1} the parts it lists hold {_held_games(m)}; finish it with --resume")
     row = rows.row(0, named=True)
     rules = Rules(**m["rules"])
     if row.get("deck") is not None:  # recorded with --record-deals
