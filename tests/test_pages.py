@@ -125,6 +125,20 @@ def test_a_game_with_no_legal_cell_names_the_card_that_has_none(tmp_path):
     assert res.stdout.splitlines()[-1] == "end: lost (no_move) after 32 cards"
 
 
+def test_a_pile_of_one_card_is_said_in_the_singular(tmp_path):
+    # "every pile of the full 4x4 grid holds 1 cards"
+    out = tmp_path / "r.html"
+    ended = []
+    for game in range(10):
+        res = cli.invoke(app, ["replay", "--game", str(game), "--rule", "max_pile=1", "--rule", "max_face_down=15",
+                               "--html", str(out), "-q"])
+        assert res.exit_code == 0, res.output
+        (g,) = page_data(out)["games"]
+        if g["end"] == "no_move":
+            ended.append(g["endText"])
+    assert ended and all("every pile of the full 4x4 grid holds 1 card, so card 17" in text for text in ended)
+
+
 @pytest.mark.slow  # compiles the solver
 def test_an_oracle_that_finds_no_win_says_the_game_is_greedys(tmp_path):
     out = tmp_path / "r.html"

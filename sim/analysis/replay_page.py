@@ -60,7 +60,8 @@ def _end_reason(r: Replay, face_down: int, board: Board | None) -> str:
     nxt = "the next card" if rank is None else f"card {played + 1} ({'A' if rank == 1 else rank})"
     full = (board is not None and board.piles == g * g
             and all(board.height(c) == r.rules.max_pile for c in board.occupied))
-    why = f"every pile of the full {g}x{g} grid holds {r.rules.max_pile} cards, so " if full else ""
+    cards = f"{r.rules.max_pile} card{'s' * (r.rules.max_pile != 1)}"
+    why = f"every pile of the full {g}x{g} grid holds {cards}, so " if full else ""
     return f"Lost ({r.end}) after {played} cards: {why}{nxt} has no legal cell. No score."
 
 
@@ -481,7 +482,7 @@ footer { color: var(--muted); font-size: 0.78em; padding: 0 1.2em 1.2em; }
       var turn = shown > 0 ? g.turns[shown - 1] : null;
       drawBoard(p, step, animate);
       drawDrawn(p, step);
-      p.stockV.textContent = (DATA.deck.length - shown) + " cards";
+      p.stockV.textContent = (DATA.deck.length - shown) + (DATA.deck.length - shown === 1 ? " card" : " cards");
       var fd = turn ? turn.faceDown : 0;
       p.fdV.textContent = fd + " / " + DATA.maxFaceDown;
       p.fdV.className = "v" + (fd > DATA.maxFaceDown ? " over-text" : "");
