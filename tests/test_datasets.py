@@ -102,6 +102,11 @@ def test_load_reads_only_verified_parts_and_refuses_mixed_kinds(two_runs, tmp_pa
         sim.load([greedy, solved])
     with pytest.raises(UsageError, match="not a run directory"):
         sim.load(tmp_path)
+    # A path that is not there said "is not a run directory (no manifest.json)", as if the folder were.
+    for path in (tmp_path / "nope", tmp_path / "nope" / "deeper"):
+        with pytest.raises(UsageError, match=r"does not exist \(a run directory, such as results/<run>, was"):
+            sim.load(path)
+    assert not (tmp_path / "nope").exists()
 
 
 def test_load_reads_the_bytes_it_verified_whenever_it_is_collected(two_runs, tmp_path):

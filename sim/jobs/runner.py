@@ -347,6 +347,8 @@ def read_manifest(run_dir: Path) -> dict:
     """The run directory's manifest; UsageError when there is none or it is not a run's, RunError when unreadable."""
     path = Path(run_dir) / MANIFEST
     if not path.is_file():
+        if not Path(run_dir).exists():
+            raise UsageError(f"{run_dir} does not exist (a run directory, such as results/<run>, was expected)")
         raise UsageError(f"{run_dir} is not a run directory (no {MANIFEST})")
     try:
         m = json.loads(path.read_text())
