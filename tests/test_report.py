@@ -275,3 +275,17 @@ def test_an_error_in_one_part_stops_the_count_without_reading_the_rest(tmp_path,
     with pytest.raises(UsageError, match="has no column end"):
         report.game_counts(out)
     assert len(read) < 60
+
+
+def test_runs_of_the_same_folder_name_are_told_apart_by_their_paths(runs, tmp_path):
+    # xa/g and xb/g were both "g" in the overview and in the sections that follow it.
+    a, b = tmp_path / "xa" / "g", tmp_path / "xb" / "g"
+    shutil.copytree(runs[0], a)
+    shutil.copytree(runs[1], b)
+    text = cli.invoke(app, ["report", str(a), str(b)]).stdout
+    rows = [line.split()[0] for line in text.splitlines()[3:5]]
+    assert rows == [str(a), str(b)], text
+    markdown = cli.invoke(app, ["report", str(a), str(b), "-f", "markdown"]).stdout
+    assert f"## {a}\n" in markdown and f"## {b}\n" in markdown
+    text = cli.invoke(app, ["report", str(runs[0]), str(a)]).stdout  # names that differ stay short
+    assert [line.split()[0] for line in text.splitlines()[3:5]] == ["greedy", "g"], text

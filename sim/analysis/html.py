@@ -12,7 +12,7 @@ from html import escape
 from pathlib import Path
 
 from sim.analysis.report import RunReport, header_lines, overview_table, tables
-from sim.analysis.tables import Table, count, fmt_int, pct_digits, pp_text
+from sim.analysis.tables import Table, count, fmt_int, pct_digits, pp_text, run_names
 from sim.version import __version__
 
 STYLE = """
@@ -238,8 +238,8 @@ def report_page(reports: list[RunReport], figures: dict, command: str | None = N
             body.append(f'<p class="note">No paired comparison: {escape(unpaired)}</p>')
     body.append("<h2>Distributions</h2>")
     body += figures_html(figures)
-    for r in reports:
-        body.append(f"<h2>{escape(r.name)}</h2>")
+    for name, r in zip(run_names(r.path for r in reports), reports):
+        body.append(f"<h2>{escape(name)}</h2>")
         body.append("<pre>" + escape("\n".join(header_lines(r))) + "</pre>")
         body += [f'<p class="warning">Warning: {escape(w)}</p>' for w in r.warnings]
         body.append('<div class="tables">')
@@ -286,7 +286,7 @@ def solve_page(summaries, figures: dict, command: str | None = None, comparison=
         else:
             body.append(f'<p class="note">No paired comparison: {escape(unpaired)}</p>')
     body += figures_html(figures)
-    for r in summaries:
-        body.append(f"<h2>{escape(Path(r.path).name)} (sim solve)</h2>")
+    for name, r in zip(run_names(r.path for r in summaries), summaries):
+        body.append(f"<h2>{escape(name)} (sim solve)</h2>")
         body.append("<pre>" + escape(solve_report_text(r)) + "</pre>")
     return page("Foursquare solve report", body, command)

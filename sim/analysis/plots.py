@@ -24,7 +24,7 @@ import math
 import textwrap
 from pathlib import Path
 
-from sim.analysis.tables import count, fmt_ci, fmt_pct, pct_digits, pct_text
+from sim.analysis.tables import count, fmt_ci, fmt_pct, pct_digits, pct_text, run_names
 
 DPI = 110
 CAPTION_CHAR_PX = 7.3
@@ -118,10 +118,7 @@ def _title(ax, text: str) -> None:
 
 
 def _labels(reports) -> list[str]:
-    names = [r.name for r in reports]
-    if len(set(names)) < len(names):
-        names = [r.path for r in reports]
-    return names
+    return run_names(r.path for r in reports)
 
 
 def _rules_words(rules: dict) -> str:
@@ -133,8 +130,8 @@ def _rules_words(rules: dict) -> str:
 
 def run_caption(reports) -> str:
     """What runs a figure shows: each run's directory with its policy, games, seed and rules."""
-    parts = [f"{r.name} ({r.player}, {count(r.games, 'game')}, seed {r.seed}, {_rules_words(r.rules)})"
-             for r in reports]
+    parts = [f"{name} ({r.player}, {count(r.games, 'game')}, seed {r.seed}, {_rules_words(r.rules)})"
+             for name, r in zip(_labels(reports), reports)]
     return ("run: " if len(parts) == 1 else "runs: ") + "; ".join(parts)
 
 

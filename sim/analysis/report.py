@@ -20,7 +20,9 @@ from pathlib import Path
 
 import polars as pl
 
-from sim.analysis.tables import Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, policy_text, rules_text
+from sim.analysis.tables import (
+    Table, fmt_ci, fmt_int, fmt_num, fmt_pct, pct_digits, policy_text, rules_text, run_names,
+)
 from sim.engine.results import end_enum
 from sim.jobs.files import TMP_MARK
 from sim.jobs.runner import (
@@ -314,9 +316,10 @@ def face_down_table(r: RunReport) -> Table:
 def overview_table(reports: list[RunReport]) -> Table:
     """One line per run, for reports of several runs."""
     d = max(pct_digits(r.games) for r in reports)
-    rows = tuple((r.name, r.player, rules_text(r.rules), fmt_int(r.games), fmt_int(r.wins), fmt_pct(r.win_rate, d),
+    rows = tuple((name, r.player, rules_text(r.rules), fmt_int(r.games), fmt_int(r.wins), fmt_pct(r.win_rate, d),
                   fmt_ci(r.win_rate_low, r.win_rate_high, d), fmt_num(r.score_mean),
-                  fmt_num(r.score_median, 1), fmt_num(r.score_per_deal), r.status) for r in reports)
+                  fmt_num(r.score_median, 1), fmt_num(r.score_per_deal), r.status)
+                 for name, r in zip(run_names(r.path for r in reports), reports))
     return Table("Runs", ("run", "policy", "rules", "games", "wins", "win rate", "95% CI", "mean score",
                           "median", "per deal", "status"), rows, align="lllrrrrrrrl",
                  note="Win rate with its 95% Wilson interval; mean score and median of won games only; per deal: "
@@ -366,8 +369,8 @@ def render_markdown(reports: list[RunReport], comparison=None, unpaired: str = "
         out += [f"No paired comparison: {unpaired}", ""]
     if comparison is not None:
         out += ["## Paired comparison", "", comparison.header(), "", comparison.tables()[1].markdown(), ""]
-    for r in reports:
-        out += [f"## {r.name}", ""]
+    for name, r in zip(run_names(r.path for r in reports), reports):
+        out += [f"## {name}", ""]
         out += [f"- {line}" for line in header_lines(r)]
         out += [f"- **Warning:** {w}" for w in r.warnings]
         out.append("")
@@ -450,10 +453,10 @@ def solve_overview_table(summaries: list[SolveSummary]) -> Table:
     """One line per solve run, for reports of several."""
     d = max(pct_digits(r.deals) for r in summaries)
     rows = []
-    for r in summaries:
+    for name, r in zip(run_names(r.path for r in summaries), summaries):
         m = read_manifest(r.path)
         share = (lambda k: fmt_pct(k / r.deals, d)) if r.deals else (lambda k: "-")  # noqa: E731
-        rows.append((r.path.name, rules_text(m.get("rules", {})), fmt_int(r.deals), fmt_int(r.won), fmt_int(r.lost),
+        rows.append((name, rules_text(m.get("rules", {})), fmt_int(r.deals), fmt_int(r.won), fmt_int(r.lost),
                      fmt_int(r.unresolved), f"{share(r.won)} .. {share(r.won + r.unresolved)}" if r.deals else "-",
                      fmt_ci(r.winnable_low, r.winnable_high, d) if r.deals else "-", fmt_num(r.mean_score),
                      fmt_int(r.proven), r.status))
@@ -485,8 +488,8 @@ def render_solve_reports(reports: list[SolveSummary], fmt: str = "text", width: 
         if comparison is not None:
             blocks.append("\n".join(["## Paired comparison", "", comparison.header(), "",
                                      *[f"- {n}" for n in comparison.notes], "", comparison.tables()[1].markdown(), ""]))
-        for r in reports:
-            blocks.append("\n".join([f"## {r.path.name} (sim solve)", "", "```", solve_report_text(r).rstrip(), "```", ""]))
+        for name, r in zip(run_names(r.path for r in reports), reports):
+            blocks.append("\n".join([f"## {name} (sim solve)", "", "```", solve_report_text(r).rstrip(), "```", ""]))
         return "# Solve report\n\n" + "\n".join(blocks)
     blocks = []
     if len(reports) > 1:

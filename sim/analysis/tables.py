@@ -3,6 +3,7 @@
 import math
 import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 
 from sim.engine.rules import Rules
 from sim.stats import pct_text  # noqa: F401  (here too: the tables' formats)
@@ -99,6 +100,14 @@ def fmt_ci(low: float, high: float, digits: int = 2) -> str:
 def pct_digits(games: int) -> int:
     """Decimals of a percentage worth showing for this many games (more games, narrower intervals)."""
     return 2 if games < 1_000_000 else 3 if games < 100_000_000 else 4
+
+
+def run_names(paths) -> list[str]:
+    """What names each run in tables and figures: its directory's name, or, when two runs share one
+    (xa/g and xb/g), every run's path as given, so that no two rows look alike."""
+    paths = list(paths)
+    names = [Path(p).name for p in paths]
+    return names if len(set(names)) == len(names) else [str(p) for p in paths]
 
 
 def policy_text(policy: str, args: dict | None = None) -> str:
