@@ -837,7 +837,7 @@ def test_a_force_killed_while_setting_the_run_aside_is_undone_by_the_next_writer
 
 @pytest.mark.parametrize("parts", [0, 1])
 def test_a_force_killed_after_the_new_manifest_leaves_the_new_run_only_once_it_has_a_part(tmp_path, monkeypatch,
-                                                                                          parts):
+                                                                                          parts, caplog):
     # Killed outright with the new manifest written: before the new run's first part (starting its workers,
     # say) the old run comes back, since a run without a part is worth nothing; after it, the new run stands.
     out = tmp_path / "r"
@@ -863,8 +863,13 @@ def test_a_force_killed_after_the_new_manifest_leaves_the_new_run_only_once_it_h
     monkeypatch.setattr(runner, "_execute", real_execute)
     monkeypatch.setattr(runner, "write_atomic", real_write)
     assert (out / runner.ASIDE / "manifest.json").exists() and len(written) == parts
-    summary = sim.resume(out, workers=1)
+    with caplog.at_level("WARNING", logger="sim"):
+        summary = sim.resume(out, workers=1)
     assert not (out / runner.ASIDE).exists()
+    # It came back unsaid: the resume asked for printed the old run's figures as if it were the run resumed.
+    back = f"{out}: a --force that was stopped before its first part left the run it was replacing in .replaced; " \
+           f"that run is back in place"
+    assert (back in caplog.text) == (parts == 0), caplog.text
     if parts == 0:  # the old run is back, whole, and complete: nothing is played
         assert summary.games == 500 and "nothing was played" in summary.note and run_files(out) == before
     else:  # the replacement stands: it is resumed, the old run goes

@@ -1363,7 +1363,11 @@ def _settle_aside(run_dir: Path) -> None:
         if _new_run_stands(run_dir):
             _drop_aside(run_dir)
         else:
+            back = (run_dir / ASIDE / MANIFEST).exists()
             _put_back(run_dir)
+            if back:  # what is read from here on is that run, not the replacement the manifest named
+                log.warning("%s: a --force that was stopped before its first part left the run it was replacing "
+                            "in %s; that run is back in place", run_dir, ASIDE)
     except OSError as e:
         raise RunError(f"cannot restore the run set aside in {run_dir / ASIDE}: {e.strerror or e}") from None
 
