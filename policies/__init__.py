@@ -105,9 +105,17 @@ def rules_warning(name: str, args: dict[str, str] | None, rules: dict) -> str | 
 
 def normal_args(name: str, args: dict[str, str]) -> dict[str, str]:
     """A built-in's --policy-arg values as a run records them: each number as the value its policy uses
-    (`Param.normal`), so that samples=1_0 is recorded, named and compared as samples=10."""
+    (`Param.normal`), so that samples=1_0 is recorded, named and compared as samples=10; and one given its
+    default left out, so that weights=default is the run without it (one setting, one directory)."""
     params = {p.name: p for p in get(name).params}
-    return {k: params[k].normal(v) if k in params else v for k, v in args.items()}
+    out = {}
+    for k, v in args.items():
+        if k in params:
+            v = params[k].normal(v)
+            if v == params[k].normal(params[k].default):
+                continue
+        out[k] = v
+    return out
 
 
 def data_files(name: str, args: dict[str, str] | None = None) -> list[str]:

@@ -504,7 +504,7 @@ def test_the_oracle_gets_only_its_own_policy_args_beside_another_policy(tmp_path
                          "-w", "1", "-q"])
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == [
-        "greedy-seed0-n2", "heuristic-weightsdefault-seed0-n2", "oracle-nodes500-seed0-n2"]
+        "greedy-seed0-n2", "heuristic-seed0-n2", "oracle-nodes500-seed0-n2"]  # weights=default: the default
     r = cli.invoke(app, ["replay", *args, "--policy", "heuristic", "--policy-arg", "weights=default", "--game", "1"])
     assert r.exit_code == 0 and "policy: oracle nodes=500" in r.output, r.output
 

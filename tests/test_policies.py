@@ -123,8 +123,11 @@ def test_a_number_written_another_way_is_recorded_as_the_value_the_policy_uses(t
     assert r.exit_code == 0 and "already holds this complete run" in r.stderr, r.output
     flat = ",".join(["-10", "1", "0", "0", "0", "0", "0"])
     for policy, given, recorded in (
-            ("planner", {"margin": "1e0", "roots": "0_3"}, {"roots": "3", "margin": "1"}),
-            ("planner", {"margin": "0.50", "values": "default"}, {"values": "default", "margin": "0.5"}),
+            ("planner", {"margin": "2e0", "roots": "0_4"}, {"roots": "4", "margin": "2"}),
+            ("planner", {"margin": "0.50", "values": "default"}, {"margin": "0.5"}),
+            # A default given was a run apart from the same run without it: another directory, played again.
+            ("rollout", {"base": "heuristic", "samples": "6.4e1"}, {}),
+            ("lookahead", {"weights": "default"}, {}),
             ("rollout", {"base": "greedy", "weights": flat}, {"base": "greedy", "weights": flat}),
             ("oracle", {"nodes": "1e3"}, {"nodes": "1000"}),
             # samples=1e1 was refused as "not an integer 1..100000" while nodes=1e3 and -n 1e3 were taken.
