@@ -1073,6 +1073,18 @@ def test_a_manifest_whose_counts_of_a_part_were_edited_is_refused_by_readers_and
     assert cli.invoke(app, ["report", str(out)]).exit_code == 0
 
 
+def test_a_run_is_not_written_among_another_runs_parts(tmp_path):
+    # --out RUN/.replaced was taken; the next plain `sim run` over RUN deleted that run with the folder it thought
+    # its own (a --force's leftovers).
+    out = tmp_path / "r"
+    sim.run(sim.RunConfig(n=200), out=out, workers=1)
+    before = run_files(out)
+    for inside in (out / runner.ASIDE, out / runner.ASIDE / "x", out / "games" / "x"):
+        line = one_line_error(cli.invoke(app, ["run", "-n", "10", "-w", "1", "--out", str(inside)]), 2)
+        assert f"out {inside} lies among the parts of the run in {out}" in line, line
+        assert not inside.exists() and run_files(out) == before
+
+
 def test_stray_files_in_games_are_ignored_with_a_warning(tmp_path, caplog):
     out = tmp_path / "r"
     sim.run(sim.RunConfig(n=2000), out=out, workers=1, chunk_size=1000)

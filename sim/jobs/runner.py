@@ -1445,6 +1445,11 @@ def start(job: Job, config, *, out: str | Path | None = None, force: bool = Fals
     above = next((p for p in run_dir.absolute().parents if p.exists()), None)
     if above is not None and not above.is_dir():  # nothing can be made under a file
         raise UsageError(f"out {run_dir}: {above} is not a directory", "out")
+    holder = next((p for p in run_dir.absolute().parents if _is_run(p)), None)
+    if holder is not None and run_dir.absolute().relative_to(holder).parts[0] in (GAMES, ASIDE):
+        # what the run there owns: its writers move and delete what is in them (a --force's cleanup)
+        raise UsageError(f"out {run_dir} lies among the parts of the run in {holder}; choose a folder outside its "
+                         f"{GAMES}/ and {ASIDE}/", "out")
     created = not run_dir.exists()
     had_lock = (run_dir / LOCK).exists()
     resume_hint = f"Finish with: {resume_command(job, config, run_dir)}"
