@@ -796,3 +796,12 @@ def test_the_best_score_legend_hides_no_bar_and_no_value():
     assert len(drawn) == 12 and not any(legend.overlaps(b) for b in drawn)
     assert ax.get_ylim()[1] > 100 and max(ax.get_yticks()) <= 100  # the room above 100% is no share of deals
     assert "\n" in fig.get_suptitle()  # a caption of two lines, laid out before the legend was given its room
+    # Two runs with a deal share at the same score: their level values ran into each other ("2.5%2.5%").
+    fig = plots.best_score_figure([summary("a/solve", [(6, 1), (24, 39)]), summary("b/solve", [(6, 1), (24, 39)])])
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    values = [t for t in ax.texts if t.get_text()]
+    assert len(values) == 4 and all(t.get_rotation() == 90 for t in values)
+    boxes = [t.get_window_extent() for t in values]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert [t.get_text() for t in ax.get_legend().get_texts()][::2] == ["a/solve: proven best", "b/solve: proven best"]

@@ -624,19 +624,18 @@ def best_score_figure(summaries, caption: str = ""):
     x = np.arange(min(scores), max(scores) + 1)
     width = 0.8 / k
     highest = 0.0
-    for i, r in enumerate(summaries):
+    for i, (name, r) in enumerate(zip(run_names(r.path for r in summaries), summaries)):
         found = {s: kk for s, kk, _ in r.score_counts}
         proven = {s: p for s, _, p in r.score_counts}
         d = max(r.deals, 1)
         pr = 100 * np.array([proven.get(s, 0) for s in x]) / d
         un = 100 * np.array([found.get(s, 0) - proven.get(s, 0) for s in x]) / d
         offset = (i - (k - 1) / 2) * width
-        name = Path(r.path).name
         ax.bar(x + offset, pr, width, color=_colour(i), label=f"{name}: proven best")
         tops = ax.bar(x + offset, un, width, bottom=pr, color=_colour(i), alpha=0.35, hatch="//",
                       label=f"{name}: best found, not proven")
         ax.bar_label(tops, [_percent(a + b) if a + b else "" for a, b in zip(pr, un)], fontsize="x-small",
-                     padding=2, rotation=90 if k > 2 else 0)
+                     padding=2, rotation=90 if k > 1 else 0)  # side by side, level labels run into each other
         highest = max(highest, float(np.max(pr + un)))
         outs = [100 * v / d for v in (r.won, r.lost, r.unresolved)]
         pos = np.arange(3) + offset
@@ -655,8 +654,9 @@ def best_score_figure(summaries, caption: str = ""):
     ax_out.set_title("Outcome")
     ax_out.grid(axis="y", alpha=0.3)
     _caption(fig, caption or ("runs: " if k > 1 else "run: ") + "; ".join(
-        f"{Path(r.path).name} ({count(r.deals, 'deal')}, "
-        f"{'first win only' if r.options.get('first_win') else 'best score sought'})" for r in summaries))
+        f"{name} ({count(r.deals, 'deal')}, "
+        f"{'first win only' if r.options.get('first_win') else 'best score sought'})"
+        for name, r in zip(run_names(r.path for r in summaries), summaries)))
     # The legend (two lines per run) gets the top of the panel to itself: over the bars, it hid a run's
     # tallest bar and its value. Once the caption is laid out, the scale grows until the bars and their
     # values end below the legend.
