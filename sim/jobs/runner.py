@@ -649,15 +649,14 @@ keeps such a part only when its rows are the ones written."""
 
 
 def rows_digest(frame) -> str:
-    """The SHA-256 of a table's rows as a Parquet file holds them: of the rows read back from a Parquet file of
-    `frame`, as uncompressed Arrow IPC (what a null holds underneath, or how the columns are chunked, does not
-    enter into it). The same version of Polars gives the same digest for the same rows; another may not, and
-    then a resume plays the part again rather than trust it."""
-    import polars as pl
-
-    buf = io.BytesIO()
-    pl.read_parquet(io.BytesIO(parquet_bytes(frame, {}))).rechunk().write_ipc(buf, compression="uncompressed")
-    return hashlib.sha256(buf.getvalue()).hexdigest()
+    """The SHA-256 of a table's schema and of its rows' hashes (Polars' `hash_rows`, by value: what a null holds
+    underneath, or how the columns are chunked, does not enter into it), about 1 ms for 50,000 rows where a
+    Parquet round trip took 7. The same version of Polars gives the same digest for the same rows; another may
+    not (its row hashes are stable within a version only), and then a resume plays the part again rather than
+    trust it."""
+    digest = hashlib.sha256(repr(list(frame.schema.items())).encode())
+    digest.update(frame.hash_rows(seed=0).to_numpy().tobytes())
+    return digest.hexdigest()
 
 
 def _rows_problem(path: Path, data: bytes) -> str | None:
