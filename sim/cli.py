@@ -1239,6 +1239,7 @@ def list_runs(
                                                    show_default=False)] = None,
     fmt: FormatOpt = "text",
     quiet: QuietOpt = False,
+    verbose: VerboseErrorsOpt = 0,
 ):
     """List the runs in results/ (or DIR): kind, policy, n, seed, rules, status, win rate or winnability, start.
 
@@ -1249,11 +1250,11 @@ def list_runs(
     from sim.analysis.datasets import list_runs as find_runs, listing_table
 
     _check_format(fmt)
-    logging_options(0, quiet)  # the warnings about files in a run that are not its parts, unless --quiet
+    logging_options(verbose, quiet)  # the warnings about files in a run that are not its parts, unless --quiet
     where = Path("results") if root is None else root
     if not where.is_dir():
         fail(f"{where} is not a directory" + (" (no runs yet: `sim run` writes results/<run>)" if root is None else ""))
-    with library_errors():
+    with library_errors(verbose):
         runs = find_runs(where)
     if fmt == "json":
         typer.echo(json.dumps({"runs": [r.to_dict() for r in runs]}, indent=2))

@@ -587,7 +587,7 @@ def test_train_example_writes_values_json_not_the_shipped_values():
 
 QUIET_AND_VERBOSE = {"run": ["-n", "5"], "solve": ["-n", "1"], "compare": ["-p", "greedy", "-p", "random", "-n", "5"],
                      "sweep": ["--rule", "max_pile=3,4", "-n", "5"], "report": ["nowhere"], "tune": ["-n", "5"],
-                     "train": ["-n", "5"], "replay": ["--game", "1"]}
+                     "train": ["-n", "5"], "replay": ["--game", "1"], "ls": []}
 """Every command taking --quiet and -v, with just enough arguments to start work."""
 
 
