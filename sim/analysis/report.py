@@ -379,10 +379,10 @@ def render_markdown(reports: list[RunReport], comparison=None, unpaired: str = "
     return "\n".join(out)
 
 
-def render_json(reports: list[RunReport], comparison=None, unpaired: str = "") -> str:
-    """The reports as JSON: {"runs": [...]}, one `RunReport.to_dict` each, and "comparison" when given
-    ("unpaired": why there is none, when the runs' deals differ or they are too many games to join here)."""
-    out = {"runs": [r.to_dict() for r in reports]}
+def render_json(reports: list[RunReport], comparison=None, unpaired: str = "", key: str = "runs") -> str:
+    """The reports as JSON: {"runs": [...]} (or `key`: "solve_runs"), one `to_dict` each, and "comparison" when
+    given ("unpaired": why there is none, when the runs' deals differ or they are too many games to join here)."""
+    out = {key: [r.to_dict() for r in reports]}
     if comparison is not None:
         out["comparison"] = comparison.to_dict()
     if unpaired:
@@ -473,12 +473,7 @@ def render_solve_reports(reports: list[SolveSummary], fmt: str = "text", width: 
     distribution; several runs get an overview first, and their paired `comparison` when given, or why there is
     none (`unpaired`)."""
     if fmt == "json":
-        out = {"solve_runs": [r.to_dict() for r in reports]}
-        if comparison is not None:
-            out["comparison"] = comparison.to_dict()
-        if unpaired:
-            out["unpaired"] = unpaired
-        return json.dumps(out, indent=2) + "\n"
+        return render_json(reports, comparison, unpaired, key="solve_runs")
     if fmt == "markdown":
         blocks = []
         if len(reports) > 1:
