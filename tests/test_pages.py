@@ -539,6 +539,14 @@ def test_a_page_says_what_each_figure_shows_to_a_reader_who_cannot_see_it(runs):
                diff_high=high, p_value=mcnemar_exact(0, 5), score_diff=None, score_diff_low=None,
                score_diff_high=None)
     assert plots.paired_difference_figure([few], 5).axes[0].get_xlim() == (-105, 105)
+    # One game both won: its score difference has no interval, and the panel said so but drew no point for it.
+    one = Pair(a="A", b="B", games=5, wins_a=1, wins_b=2, both=1, a_only=0, b_only=1, diff=-0.2, diff_low=-0.6,
+               diff_high=0.3, p_value=1.0, score_diff=-15.0, score_diff_low=None, score_diff_high=None)
+    scores = plots.paired_difference_figure([one], 5).axes[1]
+    assert [tuple(line.get_xdata()) for line in scores.lines if line.get_marker() == "o"] == [(-15.0,)]
+    assert [t.get_text() for t in scores.texts] == ["-15.00 over 1 game: no interval"]
+    lo, hi = scores.get_xlim()
+    assert lo < -15 < hi
 
 
 def test_paired_differences_of_long_run_names_keep_names_labels_and_titles_apart():

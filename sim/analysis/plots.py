@@ -582,6 +582,11 @@ def paired_difference_figure(pairs, n: int, caption: str = ""):
             ax2.annotate(f"{s:+.2f} ({slo:+.2f} .. {shi:+.2f}) over {count(p.both, 'game')}", (0.5, row),
                          xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 8),
                          ha="center", fontsize="x-small", bbox=LABEL_BOX, zorder=3)
+        elif p.score_diff is not None:  # one game both won (or all with one difference): its point, no interval
+            ax2.plot([p.score_diff], [row], "o", color=NOT_SHOWN)
+            ax2.annotate(f"{p.score_diff:+.2f} over {count(p.both, 'game')}: no interval", (0.5, row),
+                         xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 8),
+                         ha="center", fontsize="x-small", bbox=LABEL_BOX, zorder=3)
         else:
             ax2.annotate(f"{count(p.both, 'game')} both won: no interval", (0.5, row),
                          xycoords=("axes fraction", "data"),
