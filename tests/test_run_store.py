@@ -142,6 +142,26 @@ def test_a_second_writer_is_refused_with_the_holders_pid(tmp_path):
     assert r.exit_code == 0, r.output
 
 
+def test_a_second_writer_is_told_the_holders_pid_before_the_holder_has_written_it(tmp_path):
+    # Started at the same moment, the refused writer read the lock file before the holder wrote its pid into it:
+    # "being written by another process (pid unknown)", in 1 of 25 tries.
+    out = tmp_path / "run"
+    out.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, time\n"
+        f"fd = os.open({str(out / '.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+        "print('locked', flush=True); time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked" and (out / ".lock").read_text() == ""
+        with pytest.raises(sim.RunError, match=rf"being written by another process \(pid {holder.pid}\)"):
+            with runner.writer_lock(out):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_a_second_writer_in_the_same_process_is_refused_and_the_lock_stays_held(tmp_path):
     # A POSIX lock is the process's: a second claim here (another thread, a notebook cell) was granted, and closing
     # its descriptor dropped the lock of the run still being written, so another process could write it too.

@@ -844,8 +844,9 @@ def _take_lock(run_dir: Path) -> int:
             raise RunError(f"{run_dir / LOCK} is not a plain file; a run's lock is a file of its own")
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        except OSError:  # the kernel's table names the holder even before it has written its pid into the file
+            holder = (_lock_holder(run_dir / LOCK, "POSIX") or os.pread(fd, 32, 0).decode(errors="replace").strip()
+                      or "unknown")
             raise RunError(f"{run_dir} is being written by another process (pid {holder}); "
                            f"wait for it to finish") from None
         try:
