@@ -464,7 +464,7 @@ def replay(
     policy: Annotated[Optional[list[str]], typer.Option(
         "--policy", "-p", metavar="SPEC", show_default=False,
         help="Policy name (see `sim policies`); default greedy. Repeat to play several on the same deck.")] = None,
-    deck: Annotated[Optional[str], typer.Option("--deck", metavar="DECK", help="Play this deck instead: 40 ranks, e.g. \"5 10 5 4 ...\" or the JSON list `sim deal --json` prints.")] = None,
+    deck: Annotated[Optional[str], typer.Option("--deck", metavar="DECK", help="Play this deck instead: 40 ranks, e.g. \"5 10 5 4 ...\" or the JSON list `sim deal --json` prints. --seed and --game still seed the policy's own choices (random's): give the deal's to replay its game.")] = None,
     rule: RuleOpt = None,
     policy_arg: PolicyArgOpt = None,
     html: Annotated[Optional[Path], typer.Option(
