@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 from polars.io.plugins import register_io_source
 
-from sim.analysis.tables import Table, fmt_int, fmt_pct, pct_digits, policy_text, rules_text
+from sim.analysis.tables import Table, fmt_int, fmt_pct, pct_digits, policy_text, rules_text, run_names
 from sim.engine.results import games_table
 from sim.engine.rules import Rules
 from sim.jobs.runner import (
@@ -141,9 +141,7 @@ def load(run_or_runs) -> pl.LazyFrame:
     if len(kinds) > 1:
         raise UsageError("cannot load solve runs and runs of games together: their rows differ "
                          "(" + ", ".join(f"{p.name}: {m.get('kind', 'run')}" for p, m in zip(paths, manifests)) + ")")
-    names = [p.name for p in paths]
-    if len(set(names)) < len(names):
-        names = [str(p) for p in paths]
+    names = run_names(paths)
     frames = []
     for path, m, name in zip(paths, manifests, names):
         lf = _scan(path, m)

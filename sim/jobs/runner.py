@@ -926,9 +926,8 @@ def interrupt_on_sigterm():
     loop: the manifest saved, the writer's lock let go). A signal that lands
     while Python runs a callback from C (numba's compiler calls some while it
     compiles) has its KeyboardInterrupt swallowed there: it is raised again
-    where the block asks (`Signals.raise_swallowed`) or when it ends, so that
-    it is never lost, and the traceback Python would print for it
-    ("Exception ignored ...") is left out.
+    when the block ends, so that it is never lost, and the traceback Python
+    would print for it ("Exception ignored ...") is left out.
 
     A SIGINT ignored when the block starts stays ignored, as Python leaves it
     at start-up: a shell without job control starts a background job (`sim
@@ -978,8 +977,8 @@ class Signals:
         """The signals received, in order (the first one only: the handler ignores the rest)."""
 
     def raise_swallowed(self) -> None:
-        """Raise KeyboardInterrupt when a signal came: its own was swallowed where it was raised, or the block
-        would not have gone on to call this."""
+        """Raise KeyboardInterrupt when a signal came: at the block's normal end, its own was swallowed where it
+        was raised."""
         if self.signalled:
             raise KeyboardInterrupt
 
@@ -1074,64 +1073,62 @@ def _execute(job: Job, config, run_dir: Path, p: _Progress, progress: bool, deck
                                     f"it is in {run_dir / ASIDE}."))
         return kind(_then(what, f"{run_dir} still holds the run it had."))
 
-    # The whole run, its stop included: a second Ctrl-C or SIGTERM while it stops (the parts handed back, the
-    # manifest saved, the run --force replaces put back) is ignored, not the end of the process.
-    with interrupt_on_sigterm() as signals:
-        try:
-            warm = functools.partial(job.warm, config, decks is not None)  # Dask workers warm themselves
-            chunks = (job.drive(p.executor, tasks(), warm, run_dir) if job.drive is not None
-                      else p.executor.run(job.work, tasks(), warm))
-            with contextlib.closing(chunks) as results:
-                for k, cols in results:
-                    name = part_name(k)
-                    frame = job.frame(cols)
-                    path = games_dir / name
-                    meta = {**about, "foursquare_sim.part": str(k), ROWS_DIGEST: rows_digest(frame)}
-                    data = parquet_bytes(frame, meta)
-                    digest = hashlib.sha256(data).hexdigest()  # of the bytes written, not read back from the file
-                    try:
-                        write_atomic(path, lambda tmp: Path(tmp).write_bytes(data))
-                    except OSError as e:
-                        raise RunError(f"cannot write {path}: {e.strerror or e}") from None
-                    rows, first, last = _expected(k, config.n, p.chunk_size)
-                    p.parts[name] = {"rows": frame.height, "first": first, "last": last, "sha256": digest}
-                    if replaced[0] == "aside":  # the new run has a part: the run it replaces goes
-                        save("incomplete")
-                        replaced[0] = "gone"
-                        with contextlib.suppress(OSError):
-                            _drop_aside(run_dir)
-                    session["games"] += frame.height
-                    bar.update(frame.height)
-                    if time.perf_counter() - saved[0] >= MANIFEST_EVERY:
-                        save("incomplete")
-            signals.raise_swallowed()  # an interrupt swallowed on the way stops the run here, saying how to finish
-            status = "complete"
-        except KeyboardInterrupt:
-            said = f"interrupted; {done()}" if replaced[0] != "aside" else "interrupted before any part was written"
-            raise ended(Interrupted, said, f"Finish with: {resume_hint}") from None
-        except PolicyError as e:  # the policy's fault (raised on a Dask worker): resuming would fail the same way
-            raise ended(PolicyError, str(e)) from e
-        except TaskFailed as e:  # raised in a local worker: still the policy's fault, as for a game played here
-            log.debug("the worker's traceback:\n%s", e.worker_traceback.rstrip())  # -v: where in the policy
-            if e.error_type == "PolicyError":
-                raise ended(PolicyError, e.error_message) from e
-            if e.error_type == "RunError":  # said by the worker for the user (a file changed during the run)
-                raise ended(RunError, e.error_message, kept()) from e
-            raise ended(RunError, str(e), kept()) from e
-        except RunError as e:
-            raise ended(RunError, str(e), f"The run is resumable: {resume_hint}") from None
-        except Exception as e:  # a worker died, the cluster failed
-            raise ended(RunError, str(e), kept()) from e
-        finally:
-            bar.close()
-            if status != "complete" and replaced[0] != "back":
-                with contextlib.suppress(RunError):  # the error on its way out says more than this one
-                    save(status)
-        try:
-            save(status)  # a failure here is the run's failure: the manifest would not say it is complete
-        except RunError as e:
-            raise RunError(f"{e}. Every part is written; the run is resumable: {resume_hint}") from None
-        return job.summarize(run_dir, session["seconds"], session["games"], status)
+    try:
+        warm = functools.partial(job.warm, config, decks is not None)  # Dask workers warm themselves
+        chunks = (job.drive(p.executor, tasks(), warm, run_dir) if job.drive is not None
+                  else p.executor.run(job.work, tasks(), warm))
+        # Inside start's or resume's own block: after a signal, later ones stay ignored until the run has
+        # stopped (its manifest saved, its lock let go).
+        with interrupt_on_sigterm(), contextlib.closing(chunks) as results:
+            for k, cols in results:
+                name = part_name(k)
+                frame = job.frame(cols)
+                path = games_dir / name
+                meta = {**about, "foursquare_sim.part": str(k), ROWS_DIGEST: rows_digest(frame)}
+                data = parquet_bytes(frame, meta)
+                digest = hashlib.sha256(data).hexdigest()  # of the bytes written, not read back from the file
+                try:
+                    write_atomic(path, lambda tmp: Path(tmp).write_bytes(data))
+                except OSError as e:
+                    raise RunError(f"cannot write {path}: {e.strerror or e}") from None
+                rows, first, last = _expected(k, config.n, p.chunk_size)
+                p.parts[name] = {"rows": frame.height, "first": first, "last": last, "sha256": digest}
+                if replaced[0] == "aside":  # the new run has a part: the run it replaces goes
+                    save("incomplete")
+                    replaced[0] = "gone"
+                    with contextlib.suppress(OSError):
+                        _drop_aside(run_dir)
+                session["games"] += frame.height
+                bar.update(frame.height)
+                if time.perf_counter() - saved[0] >= MANIFEST_EVERY:
+                    save("incomplete")
+        status = "complete"
+    except KeyboardInterrupt:
+        said = f"interrupted; {done()}" if replaced[0] != "aside" else "interrupted before any part was written"
+        raise ended(Interrupted, said, f"Finish with: {resume_hint}") from None
+    except PolicyError as e:  # the policy's fault (raised on a Dask worker): resuming would fail the same way
+        raise ended(PolicyError, str(e)) from e
+    except TaskFailed as e:  # raised in a local worker: still the policy's fault, as for a game played here
+        log.debug("the worker's traceback:\n%s", e.worker_traceback.rstrip())  # -v: where in the policy
+        if e.error_type == "PolicyError":
+            raise ended(PolicyError, e.error_message) from e
+        if e.error_type == "RunError":  # said by the worker for the user (a file changed during the run)
+            raise ended(RunError, e.error_message, kept()) from e
+        raise ended(RunError, str(e), kept()) from e
+    except RunError as e:
+        raise ended(RunError, str(e), f"The run is resumable: {resume_hint}") from None
+    except Exception as e:  # a worker died, the cluster failed
+        raise ended(RunError, str(e), kept()) from e
+    finally:
+        bar.close()
+        if status != "complete" and replaced[0] != "back":
+            with contextlib.suppress(RunError):  # the error on its way out says more than this one
+                save(status)
+    try:
+        save(status)  # a failure here is the run's failure: the manifest would not say it is complete
+    except RunError as e:
+        raise RunError(f"{e}. Every part is written; the run is resumable: {resume_hint}") from None
+    return job.summarize(run_dir, session["seconds"], session["games"], status)
 
 
 def _then(message: str, sentence: str) -> str:
