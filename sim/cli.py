@@ -151,29 +151,57 @@ def library_errors(verbose: int = 0, interrupted: str = "interrupted"):
     from sim.errors import Interrupted, PolicyError, RunError, UsageError
 
     # SIGTERM stops a command as Ctrl-C does, also where no run's handler is in place (the moments after a run
-    # gave its handlers back, on its way out with the first signal's Interrupted).
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
+    # gave its handlers back, on its way out with the first signal's Interrupted); either, once received, leaves
+    # every later one ignored (`interrupt`). A SIGINT ignored from the start stays ignored.
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, interrupt)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, interrupt)
+
+    def say(e: BaseException) -> NoReturn:
+        if isinstance(e, UsageError):
+            fail(_usage_message(e), 2)
+        if isinstance(e, ValueError):
+            fail(str(e), 2)
+        if isinstance(e, Interrupted):
+            stopping()
+            fail(str(e), 130)
+        if isinstance(e, KeyboardInterrupt):  # outside the runs' own handlers (reading runs for a report, say)
+            stopping()
+            first = e.__context__  # a second signal, landing while the first one's Interrupted was on its way here
+            fail(str(first) if isinstance(first, Interrupted) else interrupted, 130)
+        if verbose:
+            log.exception("failed", exc_info=e)
+        fail(str(e), 1)
+
     try:
         yield
-    except UsageError as e:
-        fail(_usage_message(e), 2)
-    except ValueError as e:
-        fail(str(e), 2)
-    except Interrupted as e:
-        stopping()
-        fail(str(e), 130)
-    except KeyboardInterrupt as e:  # outside the runs' own handlers (reading runs for a report, say)
-        stopping()
-        first = e.__context__  # a second signal, landing while the first one's Interrupted was on its way here
-        fail(str(first) if isinstance(first, Interrupted) else interrupted, 130)
-    except (RunError, PolicyError) as e:
-        if verbose:
-            log.exception("failed")
-        fail(str(e), 1)
+    except (UsageError, ValueError, Interrupted, KeyboardInterrupt, RunError, PolicyError) as e:
+        try:
+            say(e)
+        except KeyboardInterrupt:  # a second signal, landing before the first one was said: say the first
+            stopping()
+            fail(str(e) if isinstance(e, Interrupted) else interrupted, 130)
     finally:
-        if main and signal.getsignal(signal.SIGTERM) is signal.default_int_handler:  # not stopping()'s SIG_IGN
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            if signal.getsignal(sig) is interrupt:  # not stopping()'s SIG_IGN
+                signal.signal(sig, handler)
+
+
+def interrupt(signum, frame) -> None:
+    """The command line's SIGTERM and Ctrl-C outside a run's own handlers: a KeyboardInterrupt, and every later
+    signal ignored from here to the exit (`stopping`), so that none can cut into the message of the first.
+
+    A signal landing while a run's Interrupted is on its way out (a second one, sent as the run gave back its
+    handlers) only does the latter: raised there, in the unwinding (a `with` block's exit, say), it would replace
+    the Interrupted before anything could say it.
+    """
+    from sim.errors import Interrupted
+
+    stopping()
+    if not isinstance(sys.exc_info()[1], Interrupted):
+        raise KeyboardInterrupt
 
 
 def stopping() -> None:

@@ -929,6 +929,12 @@ def interrupt_on_sigterm():
     when the block ends, so that it is never lost, and the traceback Python
     would print for it ("Exception ignored ...") is left out.
 
+    An error raised once a signal has come is that signal's interrupt, turned
+    into an error of its own by the code it landed in (a KeyboardInterrupt
+    raised inside a Polars call comes back as "'<unprintable str object>' is
+    not a Polars data type", or as a panic): it leaves the block as
+    KeyboardInterrupt.
+
     A SIGINT ignored when the block starts stays ignored, as Python leaves it
     at start-up: a shell without job control starts a background job (`sim
     run ... &` in a script) so, and such a job ignored Ctrl-C's signal in its
@@ -958,6 +964,10 @@ def interrupt_on_sigterm():
     previous_hook, sys.unraisablehook = sys.unraisablehook, unraisable
     try:
         yield signals
+    except BaseException as e:  # Polars' PanicException is no Exception
+        if signalled and not isinstance(e, (KeyboardInterrupt, Interrupted, SystemExit, GeneratorExit)):
+            raise KeyboardInterrupt from e  # the code it landed in (Polars' Rust, say) gave it back as its own error
+        raise
     finally:
         enclosing = getattr(previous, "signals", None)
         if signalled and enclosing is not None:  # inside another block, which stops too: later signals stay
